@@ -1,0 +1,52 @@
+"""Domain models: attrs classes, frozen so that a stored object can never change behind a store's back.
+
+Entities change by replacement (``attrs.evolve``) through their repository; ledger entries are
+never replaced at all.
+"""
+
+from refcore.models.activity import Click, Customer, Referral
+from refcore.models.affiliate import AffiliateStatus, Link, ProgramAffiliate
+from refcore.models.commission import CommissionEntry, EntryKind, EntryStatus
+from refcore.models.event import Event, EventType
+from refcore.models.mode import Mode
+from refcore.models.program import (
+    CommissionTerms,
+    CommissionType,
+    Program,
+    ProgramStatus,
+    ProgramTerms,
+)
+from refcore.models.revenue import Dispute, DisputeStatus, Payment, Refund, RevenueSource
+from refcore.models.tenancy import ApiKey, App, KeyKind, Membership, Organization, Session, User
+
+__all__ = [
+    "AffiliateStatus",
+    "ApiKey",
+    "App",
+    "Click",
+    "CommissionEntry",
+    "CommissionTerms",
+    "CommissionType",
+    "Customer",
+    "Dispute",
+    "DisputeStatus",
+    "EntryKind",
+    "EntryStatus",
+    "Event",
+    "EventType",
+    "KeyKind",
+    "Link",
+    "Membership",
+    "Mode",
+    "Organization",
+    "Payment",
+    "Program",
+    "ProgramAffiliate",
+    "ProgramStatus",
+    "ProgramTerms",
+    "Referral",
+    "Refund",
+    "RevenueSource",
+    "Session",
+    "User",
+]

@@ -1,0 +1,43 @@
+"""Commission ledger entries: append-only, signed amounts, status derived when read."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from attrs import frozen
+
+from refcore.models.mode import Mode
+
+
+class EntryKind(enum.StrEnum):
+    EARNED = "earned"
+    REVERSAL = "reversal"
+    REINSTATEMENT = "reinstatement"
+
+
+class EntryStatus(enum.StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    HELD = "held"
+    PAID = "paid"
+
+
+@frozen
+class CommissionEntry:
+    id: str
+    app_id: str
+    mode: Mode
+    program_id: str
+    program_affiliate_id: str
+    #: Always the payment's ``txn_``.
+    transaction_id: str
+    #: The payment, refund (``txn_``) or dispute (``dsp_``) that caused this entry.
+    source_id: str
+    kind: EntryKind
+    amount: int
+    currency: str
+    #: Every entry of a payment shares the payment's ``available_at``, so a reversal can never
+    #: become payable before the earning it reverses.
+    available_at: datetime
+    created_at: datetime

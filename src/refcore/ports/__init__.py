@@ -1,0 +1,13 @@
+"""The ports: what the core needs from the outside world, as ``typing.Protocol`` classes.
+
+Adapters (``refcore_memstore``, ``refcore_sqlstore``) implement them; the core never imports an
+adapter.
+"""
+
+from refcore.ports.clock import Clock
+from refcore.ports.ids import IdGenerator
+from refcore.ports.notifier import EventNotifier
+from refcore.ports.repository import Repository
+from refcore.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
+
+__all__ = ["Clock", "EventNotifier", "IdGenerator", "Repository", "UnitOfWork", "UnitOfWorkFactory"]

@@ -1,0 +1,94 @@
+"""The unit of work: one transaction over every repository.
+
+Nothing written inside is visible to anyone else until :meth:`UnitOfWork.commit`; leaving the
+``with`` block without committing, or with an exception, discards every write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Protocol, Self
+
+from refcore.models import (
+    ApiKey,
+    App,
+    Click,
+    CommissionEntry,
+    Customer,
+    Dispute,
+    Event,
+    Link,
+    Membership,
+    Organization,
+    Payment,
+    Program,
+    ProgramAffiliate,
+    ProgramTerms,
+    Referral,
+    Refund,
+    Session,
+    User,
+)
+from refcore.ports.repository import Repository
+
+
+class UnitOfWork(Protocol):
+    """Repositories are read-only attributes so that adapters may expose their own subtypes."""
+
+    @property
+    def users(self) -> Repository[User]: ...
+    @property
+    def sessions(self) -> Repository[Session]: ...
+    @property
+    def organizations(self) -> Repository[Organization]: ...
+    @property
+    def memberships(self) -> Repository[Membership]: ...
+    @property
+    def apps(self) -> Repository[App]: ...
+    @property
+    def api_keys(self) -> Repository[ApiKey]: ...
+    @property
+    def programs(self) -> Repository[Program]: ...
+    @property
+    def program_terms(self) -> Repository[ProgramTerms]: ...
+    @property
+    def program_affiliates(self) -> Repository[ProgramAffiliate]: ...
+    @property
+    def links(self) -> Repository[Link]: ...
+    @property
+    def clicks(self) -> Repository[Click]: ...
+    @property
+    def customers(self) -> Repository[Customer]: ...
+    @property
+    def referrals(self) -> Repository[Referral]: ...
+    @property
+    def payments(self) -> Repository[Payment]: ...
+    @property
+    def refunds(self) -> Repository[Refund]: ...
+    @property
+    def disputes(self) -> Repository[Dispute]: ...
+    @property
+    def commission_entries(self) -> Repository[CommissionEntry]: ...
+    @property
+    def events(self) -> Repository[Event]: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Roll back whatever was not committed."""
+        ...
+
+    def commit(self) -> None:
+        """Make every staged write durable and visible at once. May raise ``ConcurrentWrite``."""
+        ...
+
+    def rollback(self) -> None: ...
+
+
+UnitOfWorkFactory = Callable[[], UnitOfWork]

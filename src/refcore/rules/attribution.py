@@ -1,0 +1,26 @@
+"""When does an identify attribute a customer to an affiliate (decisions 3)?"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from refcore.models import AffiliateStatus, Click, Program, ProgramAffiliate, ProgramStatus
+
+
+def is_self_referral(affiliate: ProgramAffiliate, customer_email: str | None) -> bool:
+    return customer_email is not None and (
+        customer_email.strip().casefold() == affiliate.email.strip().casefold()
+    )
+
+
+def click_within_window(click: Click, program: Program, now: datetime) -> bool:
+    return now - click.created_at <= timedelta(days=program.attribution_window_days)
+
+
+def may_attribute(program: Program, affiliate: ProgramAffiliate, customer_email: str | None) -> bool:
+    """Program active, affiliate active, and not the affiliate referring themself."""
+    return (
+        program.status is ProgramStatus.ACTIVE
+        and affiliate.status is AffiliateStatus.ACTIVE
+        and not is_self_referral(affiliate, customer_email)
+    )

@@ -1,0 +1,98 @@
+"""Authorization rules of decisions 1, in one place.
+
+Anything the caller may not see is reported exactly as if it did not exist (``404``), so IDs
+of other tenants leak nothing. An activity ID of the other mode is ``409 mode_mismatch``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+from refcore.errors import Forbidden, ModeMismatch, NotFound
+from refcore.models import App, Mode, Program, ProgramAffiliate
+from refcore.ports import Repository
+from refcore.services.principal import Principal, Scope
+from refcore.services.runtime import Tx
+
+
+class _Activity(Protocol):
+    @property
+    def app_id(self) -> str: ...
+
+    @property
+    def mode(self) -> Mode: ...
+
+
+A = TypeVar("A", bound=_Activity)
+
+
+def user_in_organization(tx: Tx, user_id: str, organization_id: str) -> bool:
+    membership = tx.uow.memberships.find_one({"organization_id": organization_id, "user_id": user_id})
+    return membership is not None
+
+
+def require_organization(tx: Tx, principal: Principal, organization_id: str) -> None:
+    if not (
+        principal.is_session
+        and principal.user_id is not None
+        and tx.uow.organizations.get(organization_id) is not None
+        and user_in_organization(tx, principal.user_id, organization_id)
+    ):
+        raise NotFound.of("organization", organization_id)
+
+
+def require_app(tx: Tx, principal: Principal, app_id: str, *, for_update: bool = False) -> App:
+    """The App, if the caller may configure it: its keys, or a session of its organization."""
+    app = tx.uow.apps.get(app_id, for_update=for_update)
+    if app is None or not may_access_app(tx, principal, app):
+        raise NotFound.of("app", app_id)
+    return app
+
+
+def may_access_app(tx: Tx, principal: Principal, app: App) -> bool:
+    if principal.is_session:
+        return principal.user_id is not None and user_in_organization(
+            tx, principal.user_id, app.organization_id
+        )
+    return principal.is_app_key and principal.app_id == app.id
+
+
+def require_program(tx: Tx, principal: Principal, program_id: str) -> Program:
+    program = tx.uow.programs.get(program_id)
+    if program is None or not _may_see_app(tx, principal, program.app_id):
+        raise NotFound.of("program", program_id)
+    return program
+
+
+def require_program_affiliate(
+    tx: Tx, principal: Principal, program_affiliate_id: str, *, for_update: bool = False
+) -> ProgramAffiliate:
+    affiliate = tx.uow.program_affiliates.get(program_affiliate_id, for_update=for_update)
+    if affiliate is None or not _may_see_app(tx, principal, affiliate.app_id):
+        raise NotFound.of("program_affiliate", program_affiliate_id)
+    return affiliate
+
+
+def _may_see_app(tx: Tx, principal: Principal, app_id: str) -> bool:
+    app = tx.uow.apps.get(app_id)
+    return app is not None and may_access_app(tx, principal, app)
+
+
+def activity_scope(principal: Principal) -> Scope:
+    """The App and mode an App key writes activity into; sessions and affiliates write none."""
+    if not principal.is_app_key or principal.app_id is None or principal.mode is None:
+        raise Forbidden("Tracking and revenue calls need an App API key (key_app_… or key_test_app_…)")
+    return Scope(app_id=principal.app_id, mode=principal.mode)
+
+
+def require_activity(repo: Repository[A], resource: str, object_id: str, scope: Scope) -> A:
+    """An activity record of the scope's App: 404 for another App, 409 for the other mode."""
+    record = repo.get(object_id)
+    if record is None or record.app_id != scope.app_id:
+        raise NotFound.of(resource, object_id)
+    if record.mode is not scope.mode:
+        raise ModeMismatch(
+            f"{object_id} belongs to {record.mode.value} mode but the key is {scope.mode.value} mode",
+            param=f"{resource}_id",
+        )
+    return record

@@ -1,0 +1,93 @@
+"""Reading the ledger: commission entry lists and payout balances (decisions 4, 5, 10)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from attrs import frozen
+
+from refcore.errors import NotFound
+from refcore.models import CommissionEntry, Mode, Payment
+from refcore.representation import JsonObject, represent_entry
+from refcore.rules.entry_status import Balance
+from refcore.services.access import require_program_affiliate
+from refcore.services.ledger import status_of
+from refcore.services.pagination import Page, paginate
+from refcore.services.principal import Principal, PrincipalKind, Scope
+from refcore.services.runtime import Runtime, Tx
+
+_FILTERS = ("program_id", "program_affiliate_id", "transaction_id")
+
+
+@frozen
+class EntryPage:
+    data: list[JsonObject]
+    has_more: bool
+
+
+def _payments_of(tx: Tx, entries: Iterable[CommissionEntry]) -> dict[str, Payment | None]:
+    ids = {e.transaction_id for e in entries}
+    return {i: tx.uow.payments.get(i) for i in ids}
+
+
+def _paid_entry_ids(tx: Tx, entries: Iterable[CommissionEntry]) -> frozenset[str]:
+    """Entries inside a completed payout. Payouts arrive with the payouts capability."""
+    return frozenset()
+
+
+def list_commissions(
+    rt: Runtime,
+    scope: Scope,
+    filters: dict[str, str],
+    *,
+    limit: object = None,
+    starting_after: str | None = None,
+) -> EntryPage:
+    where: dict[str, object] = {"app_id": scope.app_id, "mode": scope.mode}
+    where.update({k: v for k, v in filters.items() if k in _FILTERS})
+
+    def work(tx: Tx) -> EntryPage:
+        page: Page[CommissionEntry] = paginate(
+            tx.uow.commission_entries,
+            where,
+            prefix="com",
+            limit=limit,
+            starting_after=starting_after,
+        )
+        payments = _payments_of(tx, page.data)
+        paid = _paid_entry_ids(tx, page.data)
+        data = [
+            represent_entry(e, status_of(e, payments[e.transaction_id], now=tx.now, paid=e.id in paid))
+            for e in page.data
+        ]
+        return EntryPage(data=data, has_more=page.has_more)
+
+    return rt.read(work)
+
+
+def balance_of(tx: Tx, program_affiliate_id: str) -> Balance:
+    """Sums of the affiliate's Live entries by derived status."""
+    entries = tx.uow.commission_entries.find_all(
+        {"program_affiliate_id": program_affiliate_id, "mode": Mode.LIVE}
+    )
+    payments = _payments_of(tx, entries)
+    paid = _paid_entry_ids(tx, entries)
+    balance = Balance()
+    for entry in entries:
+        status = status_of(entry, payments[entry.transaction_id], now=tx.now, paid=entry.id in paid)
+        balance = balance.add(status, entry.amount)
+    return balance
+
+
+def payout_balance(rt: Runtime, principal: Principal, program_affiliate_id: str) -> Balance:
+    """Live only. Affiliates see their own; Developers see any affiliate of their Apps."""
+
+    def work(tx: Tx) -> Balance:
+        if principal.kind is PrincipalKind.AFFILIATE_KEY:
+            if principal.program_affiliate_id != program_affiliate_id:
+                raise NotFound.of("program_affiliate", program_affiliate_id)
+        else:
+            require_program_affiliate(tx, principal, program_affiliate_id)
+        return balance_of(tx, program_affiliate_id)
+
+    return rt.read(work)

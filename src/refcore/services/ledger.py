@@ -1,0 +1,69 @@
+"""Appending commission entries so that a payment's entries always meet the formula target.
+
+Every change to a payment's refunds or lost disputes calls :func:`rebalance`, which appends at
+most one entry: the difference between the target ``C - floor(C * (refunded + lost) / A)`` and
+the current sum. Entries are never updated or deleted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from refcore.models import CommissionEntry, EntryKind, EntryStatus, EventType, Payment
+from refcore.representation import represent_entry
+from refcore.rules.commission import adjustment, ledger_target
+from refcore.rules.entry_status import entry_status
+from refcore.services.runtime import Tx
+
+_EVENT_OF_KIND = {
+    EntryKind.EARNED: EventType.COMMISSION_CREATED,
+    EntryKind.REINSTATEMENT: EventType.COMMISSION_CREATED,
+    EntryKind.REVERSAL: EventType.COMMISSION_REVERSED,
+}
+
+
+def append_entry(tx: Tx, payment: Payment, kind: EntryKind, amount: int, source_id: str) -> CommissionEntry:
+    assert payment.program_affiliate_id is not None
+    entry = CommissionEntry(
+        id=tx.new_id("com"),
+        app_id=payment.app_id,
+        mode=payment.mode,
+        program_id=payment.program_id,
+        program_affiliate_id=payment.program_affiliate_id,
+        transaction_id=payment.id,
+        source_id=source_id,
+        kind=kind,
+        amount=amount,
+        currency=payment.currency,
+        available_at=payment.available_at,
+        created_at=tx.now,
+    )
+    tx.uow.commission_entries.add(entry)
+    status = entry_status(entry, now=tx.now, payment_held=payment.open_dispute_count > 0, paid=False)
+    tx.emit(
+        _EVENT_OF_KIND[kind],
+        app_id=payment.app_id,
+        livemode=payment.mode.livemode,
+        data=represent_entry(entry, status),
+    )
+    return entry
+
+
+def rebalance(tx: Tx, payment: Payment, source_id: str) -> CommissionEntry | None:
+    """Append the entry (if any) that brings the payment's entries to the formula target."""
+    if payment.commission_amount == 0 or payment.program_affiliate_id is None:
+        return None
+    entries = tx.uow.commission_entries.find_all({"transaction_id": payment.id})
+    target = ledger_target(
+        payment.commission_amount, payment.amount, payment.refunded_amount, payment.lost_amount
+    )
+    step = adjustment(target, sum(e.amount for e in entries))
+    if step is None:
+        return None
+    kind, amount = step
+    return append_entry(tx, payment, kind, amount, source_id)
+
+
+def status_of(entry: CommissionEntry, payment: Payment | None, *, now: datetime, paid: bool) -> EntryStatus:
+    held = payment is not None and payment.open_dispute_count > 0
+    return entry_status(entry, now=now, payment_held=held, paid=paid)

@@ -1,0 +1,190 @@
+"""Programs and their terms (decisions 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import evolve
+
+from refcore.errors import StateConflict, ValidationError
+from refcore.models import CommissionTerms, CommissionType, Program, ProgramStatus, ProgramTerms
+from refcore.rules.money import INT32_MAX, require_currency
+from refcore.services.access import require_app, require_program
+from refcore.services.pagination import Page, paginate
+from refcore.services.principal import Principal
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import require_bool, require_int, require_slug, require_text
+
+#: Settings a caller may change after creation. ``currency`` is fixed once money has moved.
+_UPDATABLE = frozenset(
+    {
+        "name",
+        "commission",
+        "commission_duration_months",
+        "attribution_window_days",
+        "hold_days",
+        "minimum_payout",
+        "auto_approve",
+        "promotion_code_fallback",
+    }
+)
+
+
+def parse_commission(value: object) -> CommissionTerms:
+    if not isinstance(value, Mapping):
+        raise ValidationError("commission must be an object", param="commission")
+    kind = value.get("type")
+    if kind == "percent":
+        if set(value) != {"type", "bps"}:
+            raise ValidationError("percent commission takes exactly type and bps", param="commission")
+        bps = require_int(value.get("bps"), param="commission.bps", maximum=10000)
+        return CommissionTerms(type=CommissionType.PERCENT, value=bps)
+    if kind == "fixed":
+        if set(value) != {"type", "amount"}:
+            raise ValidationError("fixed commission takes exactly type and amount", param="commission")
+        amount = require_int(value.get("amount"), param="commission.amount", maximum=INT32_MAX)
+        return CommissionTerms(type=CommissionType.FIXED, value=amount)
+    raise ValidationError("commission.type must be percent or fixed", param="commission.type")
+
+
+def _settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated keyword arguments for :class:`Program` from caller values."""
+    out: dict[str, Any] = {}
+    if "name" in values:
+        out["name"] = require_text(values["name"], param="name")
+    if "commission" in values:
+        out["commission"] = parse_commission(values["commission"])
+    if "commission_duration_months" in values:
+        months = values["commission_duration_months"]
+        out["commission_duration_months"] = (
+            None
+            if months is None
+            else require_int(months, param="commission_duration_months", minimum=1, maximum=1200)
+        )
+    if "attribution_window_days" in values:
+        out["attribution_window_days"] = require_int(
+            values["attribution_window_days"],
+            param="attribution_window_days",
+            minimum=1,
+            maximum=3650,
+        )
+    if "hold_days" in values:
+        out["hold_days"] = require_int(values["hold_days"], param="hold_days", maximum=3650)
+    if "minimum_payout" in values:
+        out["minimum_payout"] = require_int(values["minimum_payout"], param="minimum_payout")
+    for flag in ("auto_approve", "promotion_code_fallback"):
+        if flag in values:
+            out[flag] = require_bool(values[flag], param=flag)
+    return out
+
+
+def create_program(rt: Runtime, principal: Principal, values: Mapping[str, Any]) -> Program:
+    app_id = require_text(values.get("app_id"), param="app_id")
+    slug = require_slug(values.get("slug"))
+    currency = require_currency(values.get("currency"))
+    if "commission" not in values:
+        raise ValidationError("commission is required", param="commission")
+    require_text(values.get("name"), param="name")
+    settings = _settings(values)
+
+    def work(tx: Tx) -> Program:
+        require_app(tx, principal, app_id)
+        if tx.uow.programs.find_one({"slug": slug}) is not None:
+            raise ValidationError(f"slug {slug} is taken", param="slug")
+        program = Program(
+            id=tx.new_id("prg"),
+            app_id=app_id,
+            slug=slug,
+            currency=currency,
+            created_at=tx.now,
+            **settings,
+        )
+        tx.uow.programs.add(program)
+        return program
+
+    return rt.transaction(work)
+
+
+def get_program(rt: Runtime, principal: Principal, program_id: str) -> Program:
+    return rt.read(lambda tx: require_program(tx, principal, program_id))
+
+
+def list_programs(
+    rt: Runtime,
+    principal: Principal,
+    app_id: str,
+    *,
+    limit: object = None,
+    starting_after: str | None = None,
+) -> Page[Program]:
+    def work(tx: Tx) -> Page[Program]:
+        require_app(tx, principal, app_id)
+        return paginate(
+            tx.uow.programs,
+            {"app_id": app_id},
+            prefix="prg",
+            limit=limit,
+            starting_after=starting_after,
+        )
+
+    return rt.read(work)
+
+
+def update_program(rt: Runtime, principal: Principal, program_id: str, values: Mapping[str, Any]) -> Program:
+    unknown = set(values) - _UPDATABLE
+    if unknown:
+        field = sorted(unknown)[0]
+        raise ValidationError(f"{field} cannot be changed", param=field)
+    settings = _settings(values)
+
+    def work(tx: Tx) -> Program:
+        program = evolve(require_program(tx, principal, program_id), **settings)
+        tx.uow.programs.replace(program)
+        return program
+
+    return rt.transaction(work)
+
+
+_STATUS_MOVES: dict[str, tuple[frozenset[ProgramStatus], ProgramStatus]] = {
+    "pause": (frozenset({ProgramStatus.ACTIVE}), ProgramStatus.PAUSED),
+    "resume": (frozenset({ProgramStatus.PAUSED}), ProgramStatus.ACTIVE),
+    "disable": (frozenset({ProgramStatus.ACTIVE, ProgramStatus.PAUSED}), ProgramStatus.DISABLED),
+}
+
+
+def change_program_status(rt: Runtime, principal: Principal, program_id: str, action: str) -> Program:
+    """``pause``, ``resume`` or ``disable``; out of order is ``409 state_conflict``."""
+    allowed_from, target = _STATUS_MOVES[action]
+
+    def work(tx: Tx) -> Program:
+        program = require_program(tx, principal, program_id)
+        if program.status not in allowed_from:
+            raise StateConflict(f"Cannot {action} a program that is {program.status.value}")
+        program = evolve(program, status=target)
+        tx.uow.programs.replace(program)
+        return program
+
+    return rt.transaction(work)
+
+
+def publish_terms(rt: Runtime, principal: Principal, program_id: str, text: object) -> ProgramTerms:
+    body = require_text(text, param="text", max_length=100_000)
+
+    def work(tx: Tx) -> ProgramTerms:
+        require_program(tx, principal, program_id)
+        terms = ProgramTerms(id=tx.new_id("trm"), program_id=program_id, text=body, created_at=tx.now)
+        tx.uow.program_terms.add(terms)
+        return terms
+
+    return rt.transaction(work)
+
+
+def list_terms(rt: Runtime, principal: Principal, program_id: str) -> list[ProgramTerms]:
+    """Every published version, newest (current) first."""
+
+    def work(tx: Tx) -> list[ProgramTerms]:
+        require_program(tx, principal, program_id)
+        return list(reversed(tx.uow.program_terms.find_all({"program_id": program_id})))
+
+    return rt.read(work)

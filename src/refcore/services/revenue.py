@@ -1,0 +1,331 @@
+"""Payments, refunds and disputes (interface 2.6-2.8, 3.1, 4.1; decisions 4).
+
+Each report is idempotent by its caller-chosen ID within one App and mode. The parent payment
+is locked (``for_update``) before its consumption is checked, so concurrent refunds and
+disputes on one payment are applied one after another, on every store.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from attrs import evolve, frozen
+
+from refcore.errors import (
+    CurrencyMismatch,
+    DisputeConflict,
+    IdempotencyConflict,
+    NotFound,
+    RevenueSourceConflict,
+    ValidationError,
+)
+from refcore.models import (
+    App,
+    Dispute,
+    DisputeStatus,
+    EntryKind,
+    EventType,
+    Mode,
+    Payment,
+    Refund,
+    RevenueSource,
+)
+from refcore.representation import represent
+from refcore.rules import disputes as dispute_rules
+from refcore.rules.commission import commission_for_payment
+from refcore.rules.consumption import require_within_payment
+from refcore.rules.earning import payment_earns
+from refcore.rules.money import require_amount, require_currency
+from refcore.services.access import require_activity
+from refcore.services.ledger import append_entry, rebalance
+from refcore.services.principal import Scope
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import require_choice, require_text
+
+
+@frozen
+class Recorded:
+    """The stored object and whether this call created it (``201``) or found it (``200``)."""
+
+    record: Payment | Refund | Dispute
+    created: bool
+
+
+@frozen
+class PaymentReport:
+    payment_id: object
+    customer_id: object
+    program_id: object
+    amount: object
+    currency: object
+
+
+@frozen
+class RefundReport:
+    refund_id: object
+    payment_id: object
+    amount: object
+
+
+@frozen
+class DisputeReport:
+    dispute_id: object
+    payment_id: object
+    status: object
+    amount: object
+
+
+# -- payments --------------------------------------------------------------------------------
+
+
+def record_payment(
+    rt: Runtime, scope: Scope, report: PaymentReport, *, source: RevenueSource = RevenueSource.API
+) -> Recorded:
+    payment_id = require_text(report.payment_id, param="payment_id")
+    customer_id = require_text(report.customer_id, param="customer_id")
+    program_id = require_text(report.program_id, param="program_id")
+    amount = require_amount(report.amount, param="amount", positive=False)
+    currency = require_currency(report.currency)
+
+    def work(tx: Tx) -> Recorded:
+        existing = tx.uow.payments.find_one(
+            {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
+        )
+        if existing is not None:
+            same = (existing.customer_id, existing.program_id, existing.amount, existing.currency)
+            if same != (customer_id, program_id, amount, currency):
+                raise IdempotencyConflict(
+                    f"payment_id {payment_id} was already used with different details",
+                    param="payment_id",
+                )
+            return Recorded(existing, created=False)
+
+        app = tx.uow.apps.get(scope.app_id)
+        assert app is not None
+        _require_revenue_source(app, scope.mode, source)
+        customer = require_activity(tx.uow.customers, "customer", customer_id, scope)
+        program = tx.uow.programs.get(program_id)
+        if program is None or program.app_id != scope.app_id:
+            raise NotFound.of("program", program_id)
+        referral = tx.uow.referrals.find_one({"customer_id": customer.id})
+        assert referral is not None, "identify always creates the customer's referral"
+        if referral.program_id != program.id:
+            raise ValidationError(
+                f"customer {customer.id} was identified in program {referral.program_id}",
+                param="program_id",
+            )
+        if currency != program.currency:
+            raise CurrencyMismatch(
+                f"currency must be the program currency {program.currency}", param="currency"
+            )
+        affiliate = (
+            tx.uow.program_affiliates.get(referral.program_affiliate_id)
+            if referral.program_affiliate_id
+            else None
+        )
+        earns = payment_earns(referral, program, affiliate, tx.now)
+        payment = Payment(
+            id=tx.new_id("txn"),
+            app_id=scope.app_id,
+            mode=scope.mode,
+            payment_id=payment_id,
+            customer_id=customer.id,
+            program_id=program.id,
+            referral_id=referral.id,
+            amount=amount,
+            currency=currency,
+            attributed=referral.attributed,
+            commission_amount=commission_for_payment(program.commission, amount) if earns else 0,
+            available_at=tx.now + timedelta(days=program.hold_days),
+            source=source,
+            created_at=tx.now,
+            program_affiliate_id=referral.program_affiliate_id if referral.attributed else None,
+        )
+        tx.uow.payments.add(payment)
+        _lock_revenue_source(tx, app, scope.mode, source, amount)
+        tx.emit(
+            EventType.TRANSACTION_CREATED,
+            app_id=scope.app_id,
+            livemode=scope.mode.livemode,
+            data=represent(payment),
+        )
+        if payment.commission_amount > 0:
+            append_entry(tx, payment, EntryKind.EARNED, payment.commission_amount, payment.id)
+        return Recorded(payment, created=True)
+
+    return rt.transaction(work)
+
+
+def _require_revenue_source(app: App, mode: Mode, source: RevenueSource) -> None:
+    """API revenue is refused once the processor is connected in that mode or owns the lock."""
+    if source is not RevenueSource.API:
+        return
+    locked_to_processor = mode is Mode.LIVE and app.live_revenue_source is RevenueSource.PROCESSOR
+    if app.processor_connected(mode) or locked_to_processor:
+        raise RevenueSourceConflict(
+            "This App takes its revenue from the payment processor; API revenue is refused"
+        )
+
+
+def _lock_revenue_source(tx: Tx, app: App, mode: Mode, source: RevenueSource, amount: int) -> None:
+    """The first positive Live payment locks the App's revenue source (interface 4.1 rule 9)."""
+    if mode is not Mode.LIVE or amount <= 0 or app.live_revenue_source is not None:
+        return
+    locked = tx.uow.apps.get(app.id, for_update=True)
+    assert locked is not None
+    if locked.live_revenue_source is None:
+        tx.uow.apps.replace(evolve(locked, live_revenue_source=source))
+    elif locked.live_revenue_source is not source:
+        raise RevenueSourceConflict(
+            f"This App's revenue source is locked to {locked.live_revenue_source.value}"
+        )
+
+
+def _locked_payment(tx: Tx, scope: Scope, payment_id: str) -> Payment:
+    payment = tx.uow.payments.find_one(
+        {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}, for_update=True
+    )
+    if payment is None:
+        raise NotFound.of("payment", payment_id)
+    return payment
+
+
+# -- refunds ---------------------------------------------------------------------------------
+
+
+def record_refund(rt: Runtime, scope: Scope, report: RefundReport) -> Recorded:
+    refund_id = require_text(report.refund_id, param="refund_id")
+    payment_id = require_text(report.payment_id, param="payment_id")
+    amount = require_amount(report.amount, param="amount", positive=True)
+
+    def work(tx: Tx) -> Recorded:
+        existing = tx.uow.refunds.find_one(
+            {"app_id": scope.app_id, "mode": scope.mode, "refund_id": refund_id}
+        )
+        if existing is not None:
+            if (existing.payment_id, existing.amount) != (payment_id, amount):
+                raise IdempotencyConflict(
+                    f"refund_id {refund_id} was already used with different details",
+                    param="refund_id",
+                )
+            return Recorded(existing, created=False)
+        payment = _locked_payment(tx, scope, payment_id)
+        require_within_payment(payment, amount)
+        refund = Refund(
+            id=tx.new_id("txn"),
+            app_id=scope.app_id,
+            mode=scope.mode,
+            refund_id=refund_id,
+            payment_id=payment_id,
+            transaction_id=payment.id,
+            amount=amount,
+            created_at=tx.now,
+        )
+        tx.uow.refunds.add(refund)
+        payment = evolve(payment, refunded_amount=payment.refunded_amount + amount)
+        tx.uow.payments.replace(payment)
+        tx.emit(
+            EventType.TRANSACTION_REFUNDED,
+            app_id=scope.app_id,
+            livemode=scope.mode.livemode,
+            data=represent(refund),
+        )
+        rebalance(tx, payment, refund.id)
+        return Recorded(refund, created=True)
+
+    return rt.transaction(work)
+
+
+# -- disputes --------------------------------------------------------------------------------
+
+
+def report_dispute(rt: Runtime, scope: Scope, report: DisputeReport) -> Recorded:
+    dispute_id = require_text(report.dispute_id, param="dispute_id")
+    payment_id = require_text(report.payment_id, param="payment_id")
+    status = require_choice(report.status, DisputeStatus, param="status")
+    amount = require_amount(report.amount, param="amount", positive=True)
+
+    def work(tx: Tx) -> Recorded:
+        where = {"app_id": scope.app_id, "mode": scope.mode, "dispute_id": dispute_id}
+        existing = tx.uow.disputes.find_one(where)
+        if existing is not None and (existing.payment_id, existing.amount) != (payment_id, amount):
+            raise IdempotencyConflict(
+                f"dispute_id {dispute_id} was already used with a different payment or amount",
+                param="dispute_id",
+            )
+        payment = _locked_payment(tx, scope, payment_id)
+        # Read again under the payment's lock: a concurrent report may have just created it.
+        existing = tx.uow.disputes.find_one(where, for_update=True)
+        if existing is None:
+            return _open_dispute(tx, scope, payment, dispute_id, status, amount)
+        return _advance_dispute(tx, payment, existing, status)
+
+    return rt.transaction(work)
+
+
+def _open_dispute(
+    tx: Tx, scope: Scope, payment: Payment, dispute_id: str, status: DisputeStatus, amount: int
+) -> Recorded:
+    if status not in dispute_rules.INITIAL_STATUSES:
+        raise DisputeConflict(f"A dispute cannot start as {status.value}", param="status")
+    if dispute_rules.consumes(status):
+        require_within_payment(payment, amount)
+    dispute = Dispute(
+        id=tx.new_id("dsp"),
+        app_id=scope.app_id,
+        mode=scope.mode,
+        dispute_id=dispute_id,
+        payment_id=payment.payment_id,
+        transaction_id=payment.id,
+        status=status,
+        amount=amount,
+        created_at=tx.now,
+        updated_at=tx.now,
+    )
+    tx.uow.disputes.add(dispute)
+    payment = _apply_to_payment(payment, None, status, amount)
+    tx.uow.payments.replace(payment)
+    if status is DisputeStatus.LOST:
+        rebalance(tx, payment, dispute.id)
+    return Recorded(dispute, created=True)
+
+
+def _advance_dispute(tx: Tx, payment: Payment, dispute: Dispute, status: DisputeStatus) -> Recorded:
+    move = dispute_rules.classify_report(dispute.status, status)
+    if move is dispute_rules.Move.UNCHANGED:
+        return Recorded(dispute, created=False)
+    if move is dispute_rules.Move.CONFLICT:
+        raise DisputeConflict(
+            f"Dispute {dispute.dispute_id} is {dispute.status.value}; it cannot become {status.value}",
+            param="status",
+        )
+    payment = _apply_to_payment(payment, dispute.status, status, dispute.amount)
+    tx.uow.payments.replace(payment)
+    dispute = evolve(dispute, status=status, updated_at=tx.now)
+    tx.uow.disputes.replace(dispute)
+    if status in (DisputeStatus.LOST, DisputeStatus.FUNDS_REINSTATED):
+        rebalance(tx, payment, dispute.id)
+    return Recorded(dispute, created=False)
+
+
+def _apply_to_payment(
+    payment: Payment, before: DisputeStatus | None, after: DisputeStatus, amount: int
+) -> Payment:
+    """Move the payment's running dispute totals from one dispute status to the next."""
+
+    def weight(status: DisputeStatus | None) -> tuple[int, int, int]:
+        if status is None:
+            return (0, 0, 0)
+        return (
+            amount if dispute_rules.consumes(status) else 0,
+            amount if status is DisputeStatus.LOST else 0,
+            1 if status is DisputeStatus.OPENED else 0,
+        )
+
+    (d0, l0, o0), (d1, l1, o1) = weight(before), weight(after)
+    return evolve(
+        payment,
+        disputed_amount=payment.disputed_amount - d0 + d1,
+        lost_amount=payment.lost_amount - l0 + l1,
+        open_dispute_count=payment.open_dispute_count - o0 + o1,
+    )

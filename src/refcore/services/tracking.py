@@ -1,0 +1,238 @@
+"""Capture and identify (interface 2.4, 2.5; decisions 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import frozen
+
+from refcore.errors import FieldNotAllowed, NotFound, PromotionCodeNotAllowed, ValidationError
+from refcore.models import Click, Customer, EventType, Mode, Referral
+from refcore.representation import JsonObject, represent
+from refcore.rules.attribution import click_within_window, may_attribute
+from refcore.services.access import require_activity
+from refcore.services.principal import Principal, Scope
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import optional_email, optional_text, require_text
+
+MAX_URL = 2048
+
+
+@frozen
+class CaptureRequest:
+    via: str
+    page: str | None = None
+    referrer: str | None = None
+    visitor_ip: str | None = None
+    visitor_user_agent: str | None = None
+
+
+def capture(rt: Runtime, request: CaptureRequest, *, scope: Scope | None) -> Click:
+    """Record a click on a link.
+
+    With a key (``scope``) the link must belong to the key's App and the click has the key's mode.
+    Without one (public browser capture) the click is Live and visitor metadata must come from the HTTP
+    request, so the caller passes it in ``request`` only after taking it from the connection.
+    """
+    code = require_text(request.via, param="via", max_length=64).lower()
+    page = optional_text(request.page, param="page", max_length=MAX_URL)
+    referrer = optional_text(request.referrer, param="referrer", max_length=MAX_URL)
+    ip = optional_text(request.visitor_ip, param="visitor_ip", max_length=64)
+    agent = optional_text(request.visitor_user_agent, param="visitor_user_agent", max_length=1024)
+    mode = Mode.LIVE if scope is None else scope.mode
+
+    def work(tx: Tx) -> Click:
+        link = tx.uow.links.find_one({"code": code})
+        if link is None or link.deleted_at is not None or (scope is not None and link.app_id != scope.app_id):
+            raise NotFound.of("link", code)
+        click = Click(
+            id=tx.new_id("clk"),
+            app_id=link.app_id,
+            mode=mode,
+            program_id=link.program_id,
+            program_affiliate_id=link.program_affiliate_id,
+            link_id=link.id,
+            created_at=tx.now,
+            page=page,
+            referrer=referrer,
+            visitor_ip=ip,
+            visitor_user_agent=agent,
+        )
+        tx.uow.clicks.add(click)
+        return click
+
+    return rt.transaction(work)
+
+
+def reject_public_visitor_fields(body: dict[str, Any]) -> None:
+    """Public browser capture cannot set visitor metadata from its body (interface 2.4)."""
+    for name in ("visitor_ip", "visitor_user_agent"):
+        if name in body:
+            raise FieldNotAllowed(f"{name} is only accepted on authenticated server capture", param=name)
+
+
+@frozen
+class IdentifyRequest:
+    click_id: str | None = None
+    external_customer_id: str | None = None
+    email: str | None = None
+    promotion_code: str | None = None
+    program_id: str | None = None
+    program_affiliate_id: str | None = None
+
+
+@frozen
+class Identified:
+    customer: Customer
+    referral: Referral
+    created: bool
+
+    def response(self) -> JsonObject:
+        """The identify response of interface 2.5."""
+        referral = self.referral
+        return {
+            "customer_id": self.customer.id,
+            "referral_id": referral.id,
+            "program_id": referral.program_id,
+            "click_id": referral.click_id,
+            "attribution_source": referral.attribution_source,
+            "attributed": referral.attributed,
+            "livemode": referral.mode.livemode,
+            "processor_metadata": {
+                "service_click_id": referral.click_id,
+                "service_customer_id": self.customer.id,
+                "service_program_id": referral.program_id,
+            },
+        }
+
+
+@frozen
+class _Evidence:
+    program_id: str
+    program_affiliate_id: str | None
+    click_id: str | None
+    source: str
+    attributed: bool
+
+
+def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyRequest) -> Identified:
+    """Create (or find) the customer and their one referral.
+
+    Rules: ordinary App keys cannot send ``promotion_code`` (interface 2.5 rule 3); a valid click
+    wins over a code (rule 1); code attribution has no click (rule 2); first attribution wins.
+    """
+    if request.promotion_code is not None and not principal.may_use_promotion_code:
+        raise PromotionCodeNotAllowed(
+            "Only managed revenue keys may identify by promotion_code", param="promotion_code"
+        )
+    click_id = optional_text(request.click_id, param="click_id")
+    external_id = optional_text(request.external_customer_id, param="external_customer_id")
+    email = optional_email(request.email)
+    code = optional_text(request.promotion_code, param="promotion_code")
+    if external_id is None and email is None:
+        raise ValidationError("external_customer_id or email is required", param="external_customer_id")
+    if click_id is None and code is None:
+        raise ValidationError("click_id is required", param="click_id")
+    if code is not None:
+        require_text(request.program_id, param="program_id")
+        require_text(request.program_affiliate_id, param="program_affiliate_id")
+
+    def work(tx: Tx) -> Identified:
+        evidence = _evidence(tx, scope, request, click_id, code, email)
+        existing = _existing_customer(tx, scope, external_id, email)
+        if existing is not None:
+            referral = tx.uow.referrals.find_one({"customer_id": existing.id})
+            if referral is not None:
+                return Identified(customer=existing, referral=referral, created=False)
+        customer = existing or Customer(
+            id=tx.new_id("rcus"),
+            app_id=scope.app_id,
+            mode=scope.mode,
+            created_at=tx.now,
+            external_customer_id=external_id,
+            email=email,
+        )
+        if existing is None:
+            tx.uow.customers.add(customer)
+        referral = Referral(
+            id=tx.new_id("ref"),
+            app_id=scope.app_id,
+            mode=scope.mode,
+            customer_id=customer.id,
+            program_id=evidence.program_id,
+            attributed=evidence.attributed,
+            created_at=tx.now,
+            program_affiliate_id=evidence.program_affiliate_id,
+            click_id=evidence.click_id,
+            attribution_source=evidence.source,
+            promotion_code=code if evidence.source == "promotion_code" else None,
+        )
+        tx.uow.referrals.add(referral)
+        if referral.attributed:
+            tx.emit(
+                EventType.REFERRAL_CREATED,
+                app_id=scope.app_id,
+                livemode=scope.mode.livemode,
+                data=represent(referral),
+            )
+        return Identified(customer=customer, referral=referral, created=True)
+
+    return rt.transaction(work)
+
+
+def _existing_customer(tx: Tx, scope: Scope, external_id: str | None, email: str | None) -> Customer | None:
+    """Unique per App, mode and ``external_customer_id``; without one, by exact e-mail."""
+    where: dict[str, object] = {"app_id": scope.app_id, "mode": scope.mode}
+    if external_id is not None:
+        where["external_customer_id"] = external_id
+    else:
+        where.update(external_customer_id=None, email=email)
+    return tx.uow.customers.find_one(where)
+
+
+def _evidence(
+    tx: Tx,
+    scope: Scope,
+    request: IdentifyRequest,
+    click_id: str | None,
+    code: str | None,
+    email: str | None,
+) -> _Evidence:
+    click: Click | None = None
+    if click_id is not None:
+        try:
+            click = require_activity(tx.uow.clicks, "click", click_id, scope)
+        except NotFound:
+            if code is None:
+                raise
+    if click is not None:
+        program = tx.uow.programs.get(click.program_id)
+        affiliate = tx.uow.program_affiliates.get(click.program_affiliate_id)
+        assert program is not None and affiliate is not None
+        attributed = click_within_window(click, program, tx.now) and may_attribute(program, affiliate, email)
+        return _Evidence(
+            program_id=program.id,
+            program_affiliate_id=affiliate.id,
+            click_id=click.id,
+            source="click",
+            attributed=attributed,
+        )
+    assert request.program_id is not None and request.program_affiliate_id is not None
+    program = tx.uow.programs.get(request.program_id)
+    if program is None or program.app_id != scope.app_id:
+        raise NotFound.of("program", request.program_id)
+    if not program.promotion_code_fallback:
+        raise PromotionCodeNotAllowed(
+            "This program does not accept promotion-code attribution", param="promotion_code"
+        )
+    affiliate = tx.uow.program_affiliates.get(request.program_affiliate_id)
+    if affiliate is None or affiliate.program_id != program.id:
+        raise NotFound.of("program_affiliate", request.program_affiliate_id)
+    attributed = may_attribute(program, affiliate, email)
+    return _Evidence(
+        program_id=program.id,
+        program_affiliate_id=affiliate.id,
+        click_id=None,
+        source="promotion_code",
+        attributed=attributed,
+    )

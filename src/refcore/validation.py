@@ -1,0 +1,72 @@
+"""Checks of caller-supplied values, shared by every service.
+
+The core validates its own inputs (it is a library as well as a server), so a Python caller and
+an HTTP caller get the same ``validation_error`` with the same ``param``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TypeVar
+
+from refcore.errors import ValidationError
+
+E = TypeVar("E")
+
+MAX_TEXT = 255
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+LINK_CODE = re.compile(r"^[a-z0-9_-]{3,64}$")
+
+
+def require_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{param} must be a non-empty string", param=param)
+    if len(value) > max_length:
+        raise ValidationError(f"{param} must be at most {max_length} characters", param=param)
+    return value
+
+
+def optional_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> str | None:
+    if value is None:
+        return None
+    return require_text(value, param=param, max_length=max_length)
+
+
+def require_email(value: object, *, param: str = "email") -> str:
+    text = require_text(value, param=param)
+    if not _EMAIL.match(text):
+        raise ValidationError(f"{param} must be an e-mail address", param=param)
+    return text
+
+
+def optional_email(value: object, *, param: str = "email") -> str | None:
+    return None if value is None else require_email(value, param=param)
+
+
+def require_slug(value: object, *, param: str = "slug") -> str:
+    text = require_text(value, param=param, max_length=64)
+    if not _SLUG.match(text):
+        raise ValidationError(f"{param} must be lowercase letters, digits and hyphens (1-64)", param=param)
+    return text
+
+
+def require_int(value: object, *, param: str, minimum: int = 0, maximum: int = 2**31 - 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ValidationError(f"{param} must be an integer from {minimum} to {maximum}", param=param)
+    return value
+
+
+def require_bool(value: object, *, param: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(f"{param} must be true or false", param=param)
+    return value
+
+
+def require_choice(value: object, choices: type[E], *, param: str) -> E:
+    """A member of a ``StrEnum`` from its string value."""
+    try:
+        return choices(value)  # type: ignore[call-arg]
+    except ValueError:
+        allowed = ", ".join(str(getattr(c, "value", c)) for c in choices)  # type: ignore[attr-defined]
+        raise ValidationError(f"{param} must be one of: {allowed}", param=param) from None

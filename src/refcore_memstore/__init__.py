@@ -1,0 +1,10 @@
+"""In-memory adapters for every port of refcore: transactional, single-process, fast.
+
+Used by the property tests and by library users who want refcore without a database.
+"""
+
+from refcore_memstore.database import MemoryDatabase
+from refcore_memstore.runtime import memory_runtime
+from refcore_memstore.unit_of_work import MemoryUnitOfWork
+
+__all__ = ["MemoryDatabase", "MemoryUnitOfWork", "memory_runtime"]

@@ -1,0 +1,87 @@
+"""The in-memory unit of work: staged writes, applied all at once on commit, discarded otherwise."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Self
+
+from refcore.models import (
+    ApiKey,
+    App,
+    Click,
+    CommissionEntry,
+    Customer,
+    Dispute,
+    Event,
+    Link,
+    Membership,
+    Organization,
+    Payment,
+    Program,
+    ProgramAffiliate,
+    ProgramTerms,
+    Referral,
+    Refund,
+    Session,
+    User,
+)
+from refcore_memstore.database import APPEND_ONLY, UNIQUE_KEYS, MemoryDatabase
+from refcore_memstore.repository import MemoryRepository
+
+
+class MemoryUnitOfWork:
+    """Implements :class:`refcore.ports.UnitOfWork` over a :class:`MemoryDatabase`."""
+
+    users: MemoryRepository[User]
+    sessions: MemoryRepository[Session]
+    organizations: MemoryRepository[Organization]
+    memberships: MemoryRepository[Membership]
+    apps: MemoryRepository[App]
+    api_keys: MemoryRepository[ApiKey]
+    programs: MemoryRepository[Program]
+    program_terms: MemoryRepository[ProgramTerms]
+    program_affiliates: MemoryRepository[ProgramAffiliate]
+    links: MemoryRepository[Link]
+    clicks: MemoryRepository[Click]
+    customers: MemoryRepository[Customer]
+    referrals: MemoryRepository[Referral]
+    payments: MemoryRepository[Payment]
+    refunds: MemoryRepository[Refund]
+    disputes: MemoryRepository[Dispute]
+    commission_entries: MemoryRepository[CommissionEntry]
+    events: MemoryRepository[Event]
+
+    def __init__(self, database: MemoryDatabase) -> None:
+        self._db = database
+        self._repos: dict[str, MemoryRepository[Any]] = {}
+
+    def __enter__(self) -> Self:
+        self._db.lock.acquire()
+        for name in self.__annotations__:
+            repo: MemoryRepository[Any] = MemoryRepository(
+                self._db.tables[name],
+                unique_keys=UNIQUE_KEYS.get(name, ()),
+                append_only=name in APPEND_ONLY,
+            )
+            self._repos[name] = repo
+            setattr(self, name, repo)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self.rollback()
+        finally:
+            self._db.lock.release()
+
+    def commit(self) -> None:
+        for name, repo in self._repos.items():
+            repo.flush_into(self._db.tables[name])
+
+    def rollback(self) -> None:
+        for repo in self._repos.values():
+            repo.discard()
