@@ -4,7 +4,8 @@ Used by the property tests and by library users who want refcore without a datab
 """
 
 from refcore_memstore.database import MemoryDatabase
+from refcore_memstore.outbox import MemoryOutbox
 from refcore_memstore.runtime import memory_runtime
 from refcore_memstore.unit_of_work import MemoryUnitOfWork
 
-__all__ = ["MemoryDatabase", "MemoryUnitOfWork", "memory_runtime"]
+__all__ = ["MemoryDatabase", "MemoryOutbox", "MemoryUnitOfWork", "memory_runtime"]

@@ -20,6 +20,8 @@ UNIQUE_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "payments": (("app_id", "mode", "payment_id"),),
     "refunds": (("app_id", "mode", "refund_id"),),
     "disputes": (("app_id", "mode", "dispute_id"),),
+    "webhook_endpoints": (("app_id",),),
+    "webhook_deliveries": (("event_id",),),
 }
 
 #: Repositories whose records may never be replaced.

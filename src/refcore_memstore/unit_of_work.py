@@ -24,6 +24,8 @@ from refcore.models import (
     Refund,
     Session,
     User,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 from refcore_memstore.database import APPEND_ONLY, UNIQUE_KEYS, MemoryDatabase
 from refcore_memstore.repository import MemoryRepository
@@ -50,6 +52,8 @@ class MemoryUnitOfWork:
     disputes: MemoryRepository[Dispute]
     commission_entries: MemoryRepository[CommissionEntry]
     events: MemoryRepository[Event]
+    webhook_endpoints: MemoryRepository[WebhookEndpoint]
+    webhook_deliveries: MemoryRepository[WebhookDelivery]
 
     def __init__(self, database: MemoryDatabase) -> None:
         self._db = database

@@ -18,6 +18,7 @@ from refcore.models.program import (
 )
 from refcore.models.revenue import Dispute, DisputeStatus, Payment, Refund, RevenueSource
 from refcore.models.tenancy import ApiKey, App, KeyKind, Membership, Organization, Session, User
+from refcore.models.webhook import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
     "AffiliateStatus",
@@ -28,6 +29,7 @@ __all__ = [
     "CommissionTerms",
     "CommissionType",
     "Customer",
+    "DeliveryStatus",
     "Dispute",
     "DisputeStatus",
     "EntryKind",
@@ -49,4 +51,6 @@ __all__ = [
     "RevenueSource",
     "Session",
     "User",
+    "WebhookDelivery",
+    "WebhookEndpoint",
 ]

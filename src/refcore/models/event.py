@@ -38,4 +38,7 @@ class Event:
     created_at: datetime
     #: Snapshot of the affected resource in its public representation; ``data["id"]`` names it.
     data: dict[str, Any] = field(converter=_frozen_data, hash=False)
+    #: Set when a dispatcher claims the event for its single delivery attempt.
+    claimed_at: datetime | None = None
+    #: Set once the attempt has been recorded (whatever its outcome).
     delivered_at: datetime | None = None

@@ -7,7 +7,16 @@ adapter.
 from refcore.ports.clock import Clock
 from refcore.ports.ids import IdGenerator
 from refcore.ports.notifier import EventNotifier
+from refcore.ports.outbox import EventOutbox
 from refcore.ports.repository import Repository
 from refcore.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
 
-__all__ = ["Clock", "EventNotifier", "IdGenerator", "Repository", "UnitOfWork", "UnitOfWorkFactory"]
+__all__ = [
+    "Clock",
+    "EventNotifier",
+    "EventOutbox",
+    "IdGenerator",
+    "Repository",
+    "UnitOfWork",
+    "UnitOfWorkFactory",
+]

@@ -29,6 +29,8 @@ from refcore.models import (
     Refund,
     Session,
     User,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 from refcore.ports.repository import Repository
 
@@ -72,6 +74,12 @@ class UnitOfWork(Protocol):
     def commission_entries(self) -> Repository[CommissionEntry]: ...
     @property
     def events(self) -> Repository[Event]: ...
+
+    @property
+    def webhook_endpoints(self) -> Repository[WebhookEndpoint]: ...
+
+    @property
+    def webhook_deliveries(self) -> Repository[WebhookDelivery]: ...
 
     def __enter__(self) -> Self: ...
 

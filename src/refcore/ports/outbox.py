@@ -1,0 +1,25 @@
+"""Claiming outbox events for delivery, once across every server process.
+
+This cannot be a plain repository query: on PostgreSQL it is ``SELECT … FOR UPDATE SKIP
+LOCKED`` so that several dispatchers never claim the same event, each in its own short
+transaction that commits the claim before any network call is made.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from refcore.models import Event
+
+
+class EventOutbox(Protocol):
+    def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
+        """Mark up to ``limit`` unclaimed events (or events whose claim is older than the lease,
+        left by a crashed process) as claimed at ``now`` and return them, oldest first.
+        Commits before returning."""
+        ...
+
+    def mark_delivered(self, event_id: str, *, now: datetime) -> None:
+        """Record that the single attempt for this event is over. Commits."""
+        ...
