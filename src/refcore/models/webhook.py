@@ -21,6 +21,9 @@ class WebhookEndpoint:
     secret_ciphertext: str
     created_at: datetime
     updated_at: datetime
+    #: Set when the App removes its endpoint. The row stays (one per App, a unique key), and
+    #: configuring again revives it with a new secret: repositories have no delete.
+    deleted_at: datetime | None = None
 
 
 class DeliveryStatus(enum.StrEnum):
