@@ -22,6 +22,10 @@ UNIQUE_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "disputes": (("app_id", "mode", "dispute_id"),),
     "webhook_endpoints": (("app_id",),),
     "webhook_deliveries": (("event_id",),),
+    "payout_details": (("program_affiliate_id",),),
+    "payout_requests": (("open_program_affiliate_id",),),
+    "payout_executions": (("live_program_affiliate_id",),),
+    "payout_items": (("active_entry_id",),),
 }
 
 #: Repositories whose records may never be replaced.

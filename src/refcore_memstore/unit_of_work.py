@@ -27,6 +27,13 @@ from refcore.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from refcore.models.payout import (
+    PayoutBatch,
+    PayoutDetails,
+    PayoutExecution,
+    PayoutItem,
+    PayoutRequest,
+)
 from refcore_memstore.database import APPEND_ONLY, UNIQUE_KEYS, MemoryDatabase
 from refcore_memstore.repository import MemoryRepository
 
@@ -54,6 +61,11 @@ class MemoryUnitOfWork:
     events: MemoryRepository[Event]
     webhook_endpoints: MemoryRepository[WebhookEndpoint]
     webhook_deliveries: MemoryRepository[WebhookDelivery]
+    payout_details: MemoryRepository[PayoutDetails]
+    payout_requests: MemoryRepository[PayoutRequest]
+    payout_batches: MemoryRepository[PayoutBatch]
+    payout_executions: MemoryRepository[PayoutExecution]
+    payout_items: MemoryRepository[PayoutItem]
 
     def __init__(self, database: MemoryDatabase) -> None:
         self._db = database

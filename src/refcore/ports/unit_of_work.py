@@ -32,6 +32,13 @@ from refcore.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from refcore.models.payout import (
+    PayoutBatch,
+    PayoutDetails,
+    PayoutExecution,
+    PayoutItem,
+    PayoutRequest,
+)
 from refcore.ports.repository import Repository
 
 
@@ -80,6 +87,17 @@ class UnitOfWork(Protocol):
 
     @property
     def webhook_deliveries(self) -> Repository[WebhookDelivery]: ...
+
+    @property
+    def payout_details(self) -> Repository[PayoutDetails]: ...
+    @property
+    def payout_requests(self) -> Repository[PayoutRequest]: ...
+    @property
+    def payout_batches(self) -> Repository[PayoutBatch]: ...
+    @property
+    def payout_executions(self) -> Repository[PayoutExecution]: ...
+    @property
+    def payout_items(self) -> Repository[PayoutItem]: ...
 
     def __enter__(self) -> Self: ...
 
