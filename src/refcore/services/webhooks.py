@@ -1,0 +1,296 @@
+"""The App's one outgoing webhook endpoint and its delivery history (interface 4.6, decisions 7, 11).
+
+The signing secret ``whsec_…`` exists in plain text only in the return value of the two calls that
+create it (:func:`configure_endpoint` when it creates the endpoint, and :func:`rotate_secret`);
+the store holds it sealed by a :class:`~refcore.crypto.SecretBox` bound to the App. Removing the
+endpoint destroys the sealed secret.
+
+Delivery itself is the HTTP adapter's job (it needs the network); this module only writes the
+``webhook.test`` event into the outbox, like every other service writes its events.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import evolve, frozen
+
+from refcore.crypto import SecretBox
+from refcore.errors import NotFound, ValidationError
+from refcore.models import Event, EventType, WebhookDelivery, WebhookEndpoint
+from refcore.representation import JsonObject, envelope, timestamp
+from refcore.rules.webhook_subscription import SUBSCRIBABLE, subscribed_types
+from refcore.rules.webhook_url import require_webhook_url
+from refcore.services.access import require_app
+from refcore.services.pagination import Page, paginate
+from refcore.services.principal import Principal
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import require_bool
+
+SECRET_PREFIX = "whsec_"
+ENDPOINT_PREFIX = "whep"
+DELIVERY_PREFIX = "whdl"
+_FIELDS = ("url", "events", "disabled")
+
+
+@frozen
+class ConfiguredEndpoint:
+    """An endpoint, with its plain secret only when this call created or rotated it."""
+
+    endpoint: WebhookEndpoint
+    secret: str | None
+    created: bool
+
+    def __repr__(self) -> str:
+        shown = "<hidden>" if self.secret is not None else "None"
+        return f"ConfiguredEndpoint(endpoint={self.endpoint.id!r}, secret={shown}, created={self.created})"
+
+
+def new_signing_secret() -> str:
+    return f"{SECRET_PREFIX}{secrets.token_urlsafe(32)}"
+
+
+def seal_secret(box: SecretBox, app_id: str, secret: str) -> str:
+    return box.seal(secret, context=app_id)
+
+
+def signing_secret(box: SecretBox, endpoint: WebhookEndpoint) -> str:
+    """The plain secret, for signing a delivery. Raises ``DecryptionError`` under another key."""
+    return box.open(endpoint.secret_ciphertext, context=endpoint.app_id)
+
+
+def parse_events(value: object) -> tuple[str, ...]:
+    """A non-empty list of subscribable types, stored in the catalog's order without duplicates."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ValidationError(
+            "events must be a non-empty list of event types; omit it to receive every type",
+            param="events",
+        )
+    known = {t.value for t in SUBSCRIBABLE}
+    for name in value:
+        if name == EventType.WEBHOOK_TEST.value:
+            raise ValidationError(
+                "webhook.test cannot be subscribed to; it is sent by POST /v1/apps/:appId/webhook/test",
+                param="events",
+            )
+        if name not in known:
+            raise ValidationError(f"unknown event type: {name}", param="events")
+    chosen = set(value)
+    return tuple(t.value for t in SUBSCRIBABLE if t.value in chosen)
+
+
+@frozen
+class _Settings:
+    url: str
+    events: tuple[str, ...]
+    disabled: bool
+
+
+def _parse_settings(values: Mapping[str, Any]) -> _Settings:
+    """``PUT`` semantics: the body is the whole configuration; what is omitted takes its default."""
+    for name in values:
+        if name not in _FIELDS:
+            raise ValidationError(f"unknown field: {name}", param=str(name))
+    if "url" not in values:
+        raise ValidationError("url is required", param="url")
+    url = require_webhook_url(values["url"])
+    events = () if values.get("events") is None else parse_events(values["events"])
+    disabled = False if values.get("disabled") is None else require_bool(values["disabled"], param="disabled")
+    return _Settings(url=url, events=events, disabled=disabled)
+
+
+def _current(tx: Tx, app_id: str, *, for_update: bool = False) -> WebhookEndpoint | None:
+    endpoint = tx.uow.webhook_endpoints.find_one({"app_id": app_id}, for_update=for_update)
+    return None if endpoint is None or endpoint.deleted_at is not None else endpoint
+
+
+def _require_current(tx: Tx, app_id: str, *, for_update: bool = False) -> WebhookEndpoint:
+    endpoint = _current(tx, app_id, for_update=for_update)
+    if endpoint is None:
+        raise NotFound(f"App {app_id} has no webhook endpoint", code="webhook_endpoint_not_found")
+    return endpoint
+
+
+def configure_endpoint(
+    rt: Runtime, principal: Principal, box: SecretBox, app_id: str, values: Mapping[str, Any]
+) -> ConfiguredEndpoint:
+    """Create the App's endpoint (revealing its new secret once) or replace its settings."""
+    settings = _parse_settings(values)
+
+    def work(tx: Tx) -> ConfiguredEndpoint:
+        require_app(tx, principal, app_id)
+        stored = tx.uow.webhook_endpoints.find_one({"app_id": app_id}, for_update=True)
+        if stored is not None and stored.deleted_at is None:
+            endpoint = evolve(
+                stored,
+                url=settings.url,
+                events=settings.events,
+                disabled=settings.disabled,
+                updated_at=tx.now,
+            )
+            tx.uow.webhook_endpoints.replace(endpoint)
+            return ConfiguredEndpoint(endpoint=endpoint, secret=None, created=False)
+        secret = new_signing_secret()
+        endpoint = WebhookEndpoint(
+            id=stored.id if stored is not None else tx.new_id(ENDPOINT_PREFIX),
+            app_id=app_id,
+            url=settings.url,
+            events=settings.events,
+            disabled=settings.disabled,
+            secret_ciphertext=seal_secret(box, app_id, secret),
+            created_at=tx.now,
+            updated_at=tx.now,
+        )
+        if stored is None:
+            tx.uow.webhook_endpoints.add(endpoint)
+        else:
+            tx.uow.webhook_endpoints.replace(endpoint)
+        return ConfiguredEndpoint(endpoint=endpoint, secret=secret, created=True)
+
+    return rt.transaction(work)
+
+
+def get_endpoint(rt: Runtime, principal: Principal, app_id: str) -> WebhookEndpoint:
+    def work(tx: Tx) -> WebhookEndpoint:
+        require_app(tx, principal, app_id)
+        return _require_current(tx, app_id)
+
+    return rt.read(work)
+
+
+def remove_endpoint(rt: Runtime, principal: Principal, app_id: str) -> WebhookEndpoint:
+    """Stop all delivery and destroy the sealed secret; the history of deliveries stays readable."""
+
+    def work(tx: Tx) -> WebhookEndpoint:
+        require_app(tx, principal, app_id)
+        endpoint = evolve(
+            _require_current(tx, app_id, for_update=True),
+            secret_ciphertext="",
+            deleted_at=tx.now,
+            updated_at=tx.now,
+        )
+        tx.uow.webhook_endpoints.replace(endpoint)
+        return endpoint
+
+    return rt.transaction(work)
+
+
+def rotate_secret(rt: Runtime, principal: Principal, box: SecretBox, app_id: str) -> ConfiguredEndpoint:
+    """A new secret, effective for every delivery signed from now on; the old one stops at once."""
+
+    def work(tx: Tx) -> ConfiguredEndpoint:
+        require_app(tx, principal, app_id)
+        secret = new_signing_secret()
+        endpoint = evolve(
+            _require_current(tx, app_id, for_update=True),
+            secret_ciphertext=seal_secret(box, app_id, secret),
+            updated_at=tx.now,
+        )
+        tx.uow.webhook_endpoints.replace(endpoint)
+        return ConfiguredEndpoint(endpoint=endpoint, secret=secret, created=False)
+
+    return rt.transaction(work)
+
+
+def send_test_event(rt: Runtime, principal: Principal, app_id: str) -> Event:
+    """Write one ``webhook.test`` event to the outbox; the dispatcher delivers it after commit.
+
+    Its ``data`` is the endpoint as ``GET`` shows it. It is ``livemode: false`` (decisions 11) and
+    is sent even when the endpoint is disabled, so an endpoint can be tried before it is enabled.
+    """
+
+    def work(tx: Tx) -> Event:
+        require_app(tx, principal, app_id)
+        endpoint = _require_current(tx, app_id)
+        return tx.emit(
+            EventType.WEBHOOK_TEST,
+            app_id=app_id,
+            livemode=False,
+            data=represent_endpoint(endpoint),
+        )
+
+    return rt.transaction(work)
+
+
+def list_deliveries(
+    rt: Runtime,
+    principal: Principal,
+    app_id: str,
+    *,
+    limit: object = None,
+    starting_after: str | None = None,
+) -> Page[WebhookDelivery]:
+    """The App's delivery records, newest first (they outlive a removed endpoint)."""
+
+    def work(tx: Tx) -> Page[WebhookDelivery]:
+        require_app(tx, principal, app_id)
+        return paginate(
+            tx.uow.webhook_deliveries,
+            {"app_id": app_id},
+            prefix=DELIVERY_PREFIX,
+            limit=limit,
+            starting_after=starting_after,
+        )
+
+    return rt.read(work)
+
+
+def get_delivery(rt: Runtime, principal: Principal, app_id: str, delivery_id: str) -> WebhookDelivery:
+    def work(tx: Tx) -> WebhookDelivery:
+        require_app(tx, principal, app_id)
+        delivery = tx.uow.webhook_deliveries.get(delivery_id)
+        if delivery is None or delivery.app_id != app_id:
+            raise NotFound.of("webhook_delivery", delivery_id)
+        return delivery
+
+    return rt.read(work)
+
+
+# -- public representation -------------------------------------------------------------------
+
+
+def represent_endpoint(endpoint: WebhookEndpoint, *, secret: str | None = None) -> JsonObject:
+    """The endpoint as the API shows it; ``secret`` only in the create and rotate responses.
+
+    ``events`` is the effective selection: every subscribable type when none was chosen.
+    """
+    shown: JsonObject = {
+        "id": endpoint.id,
+        "object": "webhook_endpoint",
+        "created_at": timestamp(endpoint.created_at),
+        "app_id": endpoint.app_id,
+        "url": endpoint.url,
+        "events": list(subscribed_types(endpoint)),
+        "disabled": endpoint.disabled,
+        "updated_at": timestamp(endpoint.updated_at),
+    }
+    if endpoint.deleted_at is not None:
+        shown["deleted"] = True
+    if secret is not None:
+        shown["secret"] = secret
+    return shown
+
+
+def represent_delivery(delivery: WebhookDelivery) -> JsonObject:
+    return {
+        "id": delivery.id,
+        "object": "webhook_delivery",
+        "created_at": timestamp(delivery.created_at),
+        "app_id": delivery.app_id,
+        "event_id": delivery.event_id,
+        "event_type": delivery.event_type,
+        "url": delivery.url,
+        "status": delivery.status.value,
+        "http_status": delivery.http_status,
+        "duration_ms": delivery.duration_ms,
+        "error": delivery.error,
+        "response_body": delivery.response_body,
+    }
+
+
+def represent_event(event: Event) -> JsonObject:
+    """An event as an API object: the envelope of interface 2.9 plus ``object``."""
+    body = envelope(event)
+    return {"id": body.pop("id"), "object": "event", **body}
