@@ -21,6 +21,8 @@ class EntryStatus(enum.StrEnum):
     APPROVED = "approved"
     HELD = "held"
     PAID = "paid"
+    #: Frozen in a payout that is prepared or ready: neither available nor paid yet.
+    PROCESSING = "processing"
 
 
 @frozen

@@ -13,6 +13,7 @@ from refcore.rules.entry_status import Balance
 from refcore.services.access import require_program_affiliate
 from refcore.services.ledger import status_of
 from refcore.services.pagination import Page, paginate
+from refcore.services.payout_state import PayoutStates, payout_states
 from refcore.services.principal import Principal, PrincipalKind, Scope
 from refcore.services.runtime import Runtime, Tx
 
@@ -30,9 +31,9 @@ def _payments_of(tx: Tx, entries: Iterable[CommissionEntry]) -> dict[str, Paymen
     return {i: tx.uow.payments.get(i) for i in ids}
 
 
-def _paid_entry_ids(tx: Tx, entries: Iterable[CommissionEntry]) -> frozenset[str]:
-    """Entries inside a completed payout. Payouts arrive with the payouts capability."""
-    return frozenset()
+def _paid_entry_ids(tx: Tx, entries: Iterable[CommissionEntry]) -> PayoutStates:
+    """Entries inside a completed payout (``paid``) or frozen in a live one (``processing``)."""
+    return payout_states(tx, entries)
 
 
 def list_commissions(
@@ -55,9 +56,18 @@ def list_commissions(
             starting_after=starting_after,
         )
         payments = _payments_of(tx, page.data)
-        paid = _paid_entry_ids(tx, page.data)
+        payouts = _paid_entry_ids(tx, page.data)
         data = [
-            represent_entry(e, status_of(e, payments[e.transaction_id], now=tx.now, paid=e.id in paid))
+            represent_entry(
+                e,
+                status_of(
+                    e,
+                    payments[e.transaction_id],
+                    now=tx.now,
+                    paid=e.id in payouts.paid,
+                    processing=e.id in payouts.processing,
+                ),
+            )
             for e in page.data
         ]
         return EntryPage(data=data, has_more=page.has_more)
@@ -71,10 +81,16 @@ def balance_of(tx: Tx, program_affiliate_id: str) -> Balance:
         {"program_affiliate_id": program_affiliate_id, "mode": Mode.LIVE}
     )
     payments = _payments_of(tx, entries)
-    paid = _paid_entry_ids(tx, entries)
+    payouts = _paid_entry_ids(tx, entries)
     balance = Balance()
     for entry in entries:
-        status = status_of(entry, payments[entry.transaction_id], now=tx.now, paid=entry.id in paid)
+        status = status_of(
+            entry,
+            payments[entry.transaction_id],
+            now=tx.now,
+            paid=entry.id in payouts.paid,
+            processing=entry.id in payouts.processing,
+        )
         balance = balance.add(status, entry.amount)
     return balance
 

@@ -64,6 +64,8 @@ def rebalance(tx: Tx, payment: Payment, source_id: str) -> CommissionEntry | Non
     return append_entry(tx, payment, kind, amount, source_id)
 
 
-def status_of(entry: CommissionEntry, payment: Payment | None, *, now: datetime, paid: bool) -> EntryStatus:
+def status_of(
+    entry: CommissionEntry, payment: Payment | None, *, now: datetime, paid: bool, processing: bool = False
+) -> EntryStatus:
     held = payment is not None and payment.open_dispute_count > 0
-    return entry_status(entry, now=now, payment_held=held, paid=paid)
+    return entry_status(entry, now=now, payment_held=held, paid=paid, processing=processing)
