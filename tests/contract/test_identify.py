@@ -1,0 +1,260 @@
+"""Identify: interface 2.5 rules 1-3 and the attribution rules of decisions 3."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from refcore.clocks import ManualClock
+from refcore.models import AffiliateStatus, EventType, KeyKind
+from refcore.services import affiliates, tracking
+from refcore.services.runtime import Runtime
+from refcore.services.tracking import IdentifyRequest
+from tests.contract.scenario import LIVE, TEST, World, build_world
+
+MANAGED = KeyKind.MANAGED_REVENUE
+
+
+@pytest.fixture
+def world(runtime: Runtime, clock: ManualClock) -> World:
+    return build_world(runtime, clock, promotion_code_fallback=True)
+
+
+def clicks(world: World) -> list[object]:
+    return world.rt.read(lambda tx: tx.uow.clicks.find_all({}))
+
+
+# -- interface 2.5 -----------------------------------------------------------------------------
+
+
+def test_interface_2_5_rule_1_a_valid_click_wins_over_a_promotion_code(world: World) -> None:
+    code_owner = world.add_affiliate()
+    click_id = world.capture(LIVE)
+
+    result = world.identify(
+        click_id,
+        kind=MANAGED,
+        promotion_code="SPRING",
+        program_id=world.program.id,
+        program_affiliate_id=code_owner.id,
+    )
+
+    assert result.referral.attribution_source == "click"
+    assert result.referral.click_id == click_id
+    assert result.referral.program_affiliate_id == world.affiliate.id
+    assert result.referral.attributed
+
+
+def test_interface_2_5_rule_1_an_unknown_click_leaves_the_promotion_code_to_attribute(world: World) -> None:
+    code_owner = world.add_affiliate()
+    result = world.identify(
+        "clk_01unknown",
+        kind=MANAGED,
+        promotion_code="SPRING",
+        program_id=world.program.id,
+        program_affiliate_id=code_owner.id,
+    )
+    assert result.referral.attribution_source == "promotion_code"
+    assert result.referral.program_affiliate_id == code_owner.id
+
+
+@pytest.mark.parametrize("mode", [LIVE, TEST])
+def test_interface_2_5_rule_2_code_attribution_returns_no_click_and_creates_none(
+    world: World, mode: object
+) -> None:
+    before = clicks(world)
+
+    result = world.identify(
+        None,
+        mode,  # type: ignore[arg-type]
+        kind=MANAGED,
+        promotion_code="SPRING",
+        program_id=world.program.id,
+        program_affiliate_id=world.affiliate.id,
+    )
+
+    response = result.response()
+    assert response["click_id"] is None
+    assert response["processor_metadata"]["service_click_id"] is None
+    assert response["attribution_source"] == "promotion_code"
+    assert response["attributed"] is True
+    assert clicks(world) == before
+
+
+def test_interface_2_5_rule_2_code_attribution_needs_the_program_fallback(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    world = build_world(runtime, clock)  # promotion_code_fallback defaults to false
+    with world.rejects("promotion_code_not_allowed"):
+        world.identify(
+            None,
+            kind=MANAGED,
+            promotion_code="SPRING",
+            program_id=world.program.id,
+            program_affiliate_id=world.affiliate.id,
+        )
+
+
+@pytest.mark.parametrize("mode", [LIVE, TEST])
+def test_interface_2_5_rule_3_ordinary_app_keys_cannot_send_promotion_code(
+    world: World, mode: object
+) -> None:
+    click_id = world.capture(mode)  # type: ignore[arg-type]
+    with world.rejects("promotion_code_not_allowed", "promotion_code"):
+        world.identify(
+            click_id,
+            mode,  # type: ignore[arg-type]
+            promotion_code="SPRING",
+            program_id=world.program.id,
+            program_affiliate_id=world.affiliate.id,
+        )
+
+
+def test_interface_2_5_identify_response_carries_processor_metadata(world: World) -> None:
+    result = world.referred_customer()
+    response = result.response()
+    assert response["processor_metadata"] == {
+        "service_click_id": result.referral.click_id,
+        "service_customer_id": result.customer.id,
+        "service_program_id": world.program.id,
+    }
+    assert response["customer_id"].startswith("rcus_")
+    assert response["referral_id"].startswith("ref_")
+    assert response["attribution_source"] == "click"
+
+
+# -- decisions 3 -------------------------------------------------------------------------------
+
+
+def test_decisions_3_click_inside_the_attribution_window_attributes(world: World, clock: ManualClock) -> None:
+    click_id = world.capture()
+    clock.advance(timedelta(days=60))
+    assert world.identify(click_id).referral.attributed
+
+
+def test_decisions_3_click_outside_the_attribution_window_does_not_attribute(
+    world: World, clock: ManualClock
+) -> None:
+    click_id = world.capture()
+    clock.advance(timedelta(days=60, seconds=1))
+    result = world.identify(click_id)
+    assert not result.referral.attributed
+    assert result.referral.click_id == click_id
+
+
+def test_decisions_3_paused_program_records_clicks_but_does_not_attribute(world: World) -> None:
+    earning = world.referred_customer()
+    world.set_program_status("pause")
+    click_id = world.capture()  # still recorded
+    assert not world.identify(click_id).referral.attributed
+    # Existing referrals keep earning while paused.
+    assert world.pay(earning, 10_000).record.commission_amount == 2_000
+    world.set_program_status("resume")
+    assert world.referred_customer().referral.attributed
+
+
+@pytest.mark.parametrize("status", [AffiliateStatus.PENDING, AffiliateStatus.DISABLED])
+def test_decisions_3_pending_or_disabled_affiliate_does_not_attribute(
+    world: World, status: AffiliateStatus
+) -> None:
+    affiliate = world.add_affiliate(
+        status=AffiliateStatus.PENDING if status is AffiliateStatus.PENDING else None
+    )
+    link = world.add_link(affiliate)
+    if status is AffiliateStatus.DISABLED:
+        affiliates.disable(world.rt, world.session, affiliate.id)
+    assert not world.referred_customer(link=link).referral.attributed
+
+
+def test_decisions_3_approved_or_re_enabled_affiliate_attributes_again(world: World) -> None:
+    pending = world.add_affiliate(status=AffiliateStatus.PENDING)
+    link = world.add_link(pending)
+    affiliates.approve(world.rt, world.session, pending.id)
+    assert world.referred_customer(link=link).referral.attributed
+    affiliates.disable(world.rt, world.session, pending.id)
+    affiliates.enable(world.rt, world.session, pending.id)
+    assert world.referred_customer(link=link).referral.attributed
+
+
+@pytest.mark.parametrize("email", ["partner@example.com", "Partner@Example.COM"])
+def test_decisions_3_self_referral_is_not_attributed(world: World, email: str) -> None:
+    result = world.referred_customer(email=email)
+    assert not result.referral.attributed
+
+
+def test_decisions_3_first_attribution_wins(world: World) -> None:
+    first = world.referred_customer(external_customer_id="user-1")
+    other = world.add_affiliate()
+    later = world.identify(world.capture(link=world.add_link(other)), external_customer_id="user-1")
+
+    assert not later.created
+    assert (later.customer, later.referral) == (first.customer, first.referral)
+    assert later.referral.program_affiliate_id == world.affiliate.id
+
+
+def test_decisions_3_first_unattributed_identify_also_wins(world: World, clock: ManualClock) -> None:
+    stale = world.capture()
+    clock.advance(timedelta(days=61))
+    first = world.identify(stale, external_customer_id="user-1")
+    later = world.identify(world.capture(), external_customer_id="user-1")
+    assert not first.referral.attributed
+    assert later.referral == first.referral
+
+
+def test_decisions_3_customers_are_unique_per_mode(world: World) -> None:
+    live = world.referred_customer(LIVE, external_customer_id="user-1")
+    test = world.referred_customer(TEST, external_customer_id="user-1")
+    assert live.customer.id != test.customer.id
+    assert test.created
+
+
+def test_decisions_3_unattributed_identify_still_creates_customer_and_referral(
+    world: World, clock: ManualClock
+) -> None:
+    click_id = world.capture()
+    clock.advance(timedelta(days=90))
+
+    result = world.identify(click_id, external_customer_id="user-1")
+
+    assert result.created
+    assert not result.referral.attributed
+    assert result.response()["attributed"] is False
+    stored = world.rt.read(lambda tx: tx.uow.referrals.find_one({"customer_id": result.customer.id}))
+    assert stored == result.referral
+    assert world.rt.read(lambda tx: tx.uow.customers.get(result.customer.id)) == result.customer
+    assert world.events(EventType.REFERRAL_CREATED) == []
+
+
+def test_decisions_3_unknown_click_is_click_not_found(world: World) -> None:
+    with world.rejects("click_not_found"):
+        world.identify("clk_01kdvdna00zay55en34bhbmx85")
+
+
+def test_decisions_3_click_of_the_other_mode_is_mode_mismatch(world: World) -> None:
+    test_click = world.capture(TEST)
+    live_click = world.capture(LIVE)
+    with world.rejects("mode_mismatch"):
+        world.identify(test_click, LIVE)
+    with world.rejects("mode_mismatch"):
+        world.identify(live_click, TEST)
+
+
+def test_decisions_3_click_of_another_app_is_click_not_found(
+    world: World, runtime: Runtime, clock: ManualClock
+) -> None:
+    stranger = build_world(runtime, clock)
+    foreign_click = stranger.capture()
+    with world.rejects("click_not_found"):
+        world.identify(foreign_click)
+
+
+def test_decisions_3_identify_needs_a_customer_identifier(world: World) -> None:
+    click_id = world.capture()
+    with world.rejects("validation_error", "external_customer_id"):
+        tracking.identify(world.rt, world.key(), world.scope(), IdentifyRequest(click_id=click_id))
+
+
+def test_decisions_3_ordinary_keys_need_a_click_id(world: World) -> None:
+    with world.rejects("validation_error", "click_id"):
+        world.identify(None, external_customer_id="user-1")
