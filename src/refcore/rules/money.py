@@ -7,7 +7,7 @@ import re
 from refcore.errors import ValidationError
 
 INT32_MAX = 2**31 - 1
-_CURRENCY = re.compile(r"^[a-z]{3}$")
+_CURRENCY = re.compile(r"[a-z]{3}")
 
 
 def require_amount(value: object, *, param: str, positive: bool) -> int:
@@ -24,6 +24,7 @@ def require_amount(value: object, *, param: str, positive: bool) -> int:
 
 
 def require_currency(value: object, *, param: str = "currency") -> str:
-    if not isinstance(value, str) or not _CURRENCY.match(value):
+    # fullmatch, not match: ``$`` also matches before a trailing newline, so "usd\n" would pass.
+    if not isinstance(value, str) or not _CURRENCY.fullmatch(value):
         raise ValidationError(f"{param} must be a lowercase three-letter ISO 4217 code", param=param)
     return value
