@@ -12,8 +12,11 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-from refcore.models import CommissionEntry
+from refcore.models import CommissionEntry, Mode, Payment
 from refcore.models.payout import PayoutExecutionStatus, PayoutItem
+from refcore.rules.entry_status import Balance
+from refcore.rules.payouts import payable_entries
+from refcore.services.ledger import status_of
 from refcore.services.runtime import Tx
 
 
@@ -49,3 +52,42 @@ def payout_states(tx: Tx, entries: Iterable[CommissionEntry]) -> PayoutStates:
             elif status is not None and status.live:
                 processing.add(item.entry_id)
     return PayoutStates(paid=frozenset(paid), processing=frozenset(processing))
+
+
+@frozen
+class Funds:
+    """An affiliate's Live balance and the entries a payout would take now (``payable``).
+
+    Both come from the same derived statuses, so ``sum(payable) == balance.available`` always.
+    """
+
+    balance: Balance
+    payable: list[CommissionEntry]
+
+
+def funds_of(tx: Tx, program_affiliate_id: str) -> Funds:
+    entries = tx.uow.commission_entries.find_all(
+        {"program_affiliate_id": program_affiliate_id, "mode": Mode.LIVE}
+    )
+    payments: dict[str, Payment | None] = {}
+    for entry in entries:
+        if entry.transaction_id not in payments:
+            payments[entry.transaction_id] = tx.uow.payments.get(entry.transaction_id)
+    states = payout_states(tx, entries)
+    statuses = [
+        (
+            entry,
+            status_of(
+                entry,
+                payments[entry.transaction_id],
+                now=tx.now,
+                paid=entry.id in states.paid,
+                processing=entry.id in states.processing,
+            ),
+        )
+        for entry in entries
+    ]
+    balance = Balance()
+    for entry, status in statuses:
+        balance = balance.add(status, entry.amount)
+    return Funds(balance=balance, payable=payable_entries(statuses))

@@ -1,0 +1,87 @@
+"""Who may touch payouts (decisions 1 and 11), in one place.
+
+- Developer side (ready payouts, batches, mark-paid, requests): a session of the App's
+  organization, or a Live App key of the App. Payouts are Live only, so a Test key is
+  ``403 live_key_required``; an affiliate key is ``403 forbidden``.
+- Affiliate side (details, balance, requests): an affiliate key acts for its own program
+  affiliate only; a ``program_id`` it does not belong to is ``404`` like any foreign ID.
+- Payout executions (instructions, reports): a Live App key of the exact App; a Test key or
+  a session of that App is ``403 live_key_required``; anyone else gets ``404``.
+"""
+
+from __future__ import annotations
+
+from refcore.errors import Forbidden, LiveKeyRequired, NotFound, ValidationError
+from refcore.models import Mode, Program, ProgramAffiliate
+from refcore.models.payout import PayoutExecution
+from refcore.services.access import may_access_app, require_program, require_program_affiliate
+from refcore.services.principal import Principal, PrincipalKind
+from refcore.services.runtime import Tx
+
+
+def require_payout_operator(principal: Principal) -> None:
+    """Developer-side payout calls: a session or a Live App key."""
+    if principal.is_session:
+        return
+    if principal.is_app_key:
+        if principal.mode is not Mode.LIVE:
+            raise LiveKeyRequired("Payouts are Live only; use a Live App key (key_app_…)")
+        return
+    raise Forbidden("Payout management needs a dashboard session or a Live App key")
+
+
+def operator_program(tx: Tx, principal: Principal, program_id: str) -> Program:
+    require_payout_operator(principal)
+    return require_program(tx, principal, program_id)
+
+
+def is_affiliate(principal: Principal) -> bool:
+    return principal.kind is PrincipalKind.AFFILIATE_KEY and principal.program_affiliate_id is not None
+
+
+def own_affiliate(
+    tx: Tx, principal: Principal, program_id: str, *, for_update: bool = False
+) -> ProgramAffiliate:
+    """The affiliate an affiliate key acts for, which must belong to ``program_id``."""
+    if not is_affiliate(principal):
+        raise Forbidden("This operation needs an affiliate key (key_aff_…)")
+    assert principal.program_affiliate_id is not None
+    affiliate = tx.uow.program_affiliates.get(principal.program_affiliate_id, for_update=for_update)
+    if affiliate is None or affiliate.program_id != program_id:
+        raise NotFound.of("program", program_id)
+    return affiliate
+
+
+def readable_affiliate(
+    tx: Tx, principal: Principal, program_id: str, program_affiliate_id: str | None
+) -> ProgramAffiliate:
+    """Balance and details reads: the affiliate itself, or a Developer naming the affiliate."""
+    if is_affiliate(principal):
+        affiliate = own_affiliate(tx, principal, program_id)
+        if program_affiliate_id is not None and program_affiliate_id != affiliate.id:
+            raise NotFound.of("program_affiliate", program_affiliate_id)
+        return affiliate
+    program = operator_program(tx, principal, program_id)
+    if program_affiliate_id is None:
+        raise ValidationError("program_affiliate_id is required", param="program_affiliate_id")
+    affiliate = require_program_affiliate(tx, principal, program_affiliate_id)
+    if affiliate.program_id != program.id:
+        raise NotFound.of("program_affiliate", program_affiliate_id)
+    return affiliate
+
+
+def execution_for_live_key(
+    tx: Tx, principal: Principal, execution_id: str, *, for_update: bool = False
+) -> PayoutExecution:
+    execution = tx.uow.payout_executions.get(execution_id, for_update=for_update)
+    if execution is None:
+        raise NotFound.of("payout_execution", execution_id)
+    if principal.is_app_key and principal.app_id == execution.app_id:
+        if principal.mode is Mode.LIVE:
+            return execution
+        raise LiveKeyRequired("Payout executions need a Live App key of this App")
+    if principal.is_session:
+        app = tx.uow.apps.get(execution.app_id)
+        if app is not None and may_access_app(tx, principal, app):
+            raise LiveKeyRequired("Payout executions need a Live App key of this App, not a session")
+    raise NotFound.of("payout_execution", execution_id)

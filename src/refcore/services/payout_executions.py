@@ -1,0 +1,232 @@
+"""Payout executions: creating one, settling it, and the external reports (interface 3.2, 6.5).
+
+The service never moves money. An execution records one payout to one affiliate; the App's
+payout system (or a person, through mark-paid) says whether the money went out:
+
+- ``succeeded``: its entries become ``paid`` (``commission.paid`` each) and ``payout.succeeded``
+  is emitted; the affiliate's open payout request, if any, is closed as ``paid``.
+- ``failed``: its items release their entries (``active_entry_id = None``), which are then
+  available for a later payout, and ``payout.failed`` is emitted.
+
+Reports carry an ``Idempotency-Key``. The execution row is locked (``for_update``) before its
+state is read, so two reports racing across server processes apply one after the other: the
+first finishes the execution, the second is either its replay (same key and outcome: the stored
+result, no new events) or a ``409 state_conflict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attrs import evolve, frozen
+
+from refcore.errors import StateConflict, ValidationError
+from refcore.models import CommissionEntry, EntryStatus, EventType, Program, ProgramAffiliate
+from refcore.models.payout import (
+    PayoutExecution,
+    PayoutExecutionStatus,
+    PayoutItem,
+    PayoutRequestStatus,
+)
+from refcore.payout_representation import represent_instructions
+from refcore.representation import JsonObject, represent, represent_entry
+from refcore.rules.payouts import payout_total
+from refcore.services.payout_access import execution_for_live_key
+from refcore.services.principal import Principal
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import optional_text
+
+MAX_IDEMPOTENCY_KEY = 255
+
+#: The outcomes a report may set.
+OUTCOMES = (PayoutExecutionStatus.SUCCEEDED, PayoutExecutionStatus.FAILED)
+
+
+@frozen
+class Reported:
+    """The execution after a report, and whether this call was a replay of an earlier one."""
+
+    execution: PayoutExecution
+    replay: bool
+
+
+def create_execution(
+    tx: Tx,
+    program: Program,
+    affiliate: ProgramAffiliate,
+    entries: Sequence[CommissionEntry],
+    *,
+    status: PayoutExecutionStatus,
+    batch_id: str | None = None,
+    manual: bool = False,
+) -> tuple[PayoutExecution, list[PayoutItem]]:
+    """Record a payout of ``entries`` (all of them, in ID order) and freeze them with items.
+
+    Adding an item whose entry is already in a live or paid payout raises ``ConcurrentWrite``
+    from the store's unique key on ``active_entry_id``; the unit of work then runs again and
+    sees the entry as taken.
+    """
+    amount = payout_total(entries)
+    if amount <= 0:
+        raise StateConflict("Nothing to pay: the affiliate's available balance is not positive")
+    finished = not status.live
+    execution = PayoutExecution(
+        id=tx.new_id("pex"),
+        app_id=program.app_id,
+        program_id=program.id,
+        program_affiliate_id=affiliate.id,
+        amount=amount,
+        currency=program.currency,
+        status=status,
+        created_at=tx.now,
+        batch_id=batch_id,
+        completed_at=tx.now if finished else None,
+        completed_manually=manual,
+        live_program_affiliate_id=None if finished else affiliate.id,
+    )
+    tx.uow.payout_executions.add(execution)
+    items = []
+    for entry in sorted(entries, key=lambda e: e.id):
+        item = PayoutItem(
+            id=tx.new_id("pit"),
+            app_id=program.app_id,
+            execution_id=execution.id,
+            entry_id=entry.id,
+            program_affiliate_id=affiliate.id,
+            amount=entry.amount,
+            created_at=tx.now,
+            active_entry_id=entry.id,
+        )
+        tx.uow.payout_items.add(item)
+        items.append(item)
+    return execution, items
+
+
+def record_success(tx: Tx, execution: PayoutExecution) -> None:
+    """The effects of a succeeded execution (already stored as ``succeeded``)."""
+    for item in tx.uow.payout_items.find_all({"execution_id": execution.id}):
+        entry = tx.uow.commission_entries.get(item.entry_id)
+        assert entry is not None
+        tx.emit(
+            EventType.COMMISSION_PAID,
+            app_id=execution.app_id,
+            livemode=True,
+            data=represent_entry(entry, EntryStatus.PAID),
+        )
+    tx.emit(EventType.PAYOUT_SUCCEEDED, app_id=execution.app_id, livemode=True, data=represent(execution))
+    request = tx.uow.payout_requests.find_one(
+        {"open_program_affiliate_id": execution.program_affiliate_id}, for_update=True
+    )
+    if request is not None:
+        tx.uow.payout_requests.replace(
+            evolve(
+                request,
+                status=PayoutRequestStatus.PAID,
+                decided_at=tx.now,
+                payout_execution_id=execution.id,
+                open_program_affiliate_id=None,
+            )
+        )
+
+
+def complete(
+    tx: Tx,
+    execution: PayoutExecution,
+    *,
+    idempotency_key: str | None,
+    manual: bool,
+    reason: str | None = None,
+) -> PayoutExecution:
+    """``ready`` → ``succeeded``; the caller holds the execution's row lock."""
+    assert execution.status is PayoutExecutionStatus.READY
+    done = evolve(
+        execution,
+        status=PayoutExecutionStatus.SUCCEEDED,
+        completed_at=tx.now,
+        idempotency_key=idempotency_key,
+        completed_manually=manual,
+        outcome_reason=reason,
+        live_program_affiliate_id=None,
+    )
+    tx.uow.payout_executions.replace(done)
+    record_success(tx, done)
+    return done
+
+
+def fail(tx: Tx, execution: PayoutExecution, *, idempotency_key: str, reason: str | None) -> PayoutExecution:
+    """``ready`` → ``failed``: release every entry for a later payout."""
+    assert execution.status is PayoutExecutionStatus.READY
+    done = evolve(
+        execution,
+        status=PayoutExecutionStatus.FAILED,
+        completed_at=tx.now,
+        idempotency_key=idempotency_key,
+        outcome_reason=reason,
+        live_program_affiliate_id=None,
+    )
+    tx.uow.payout_executions.replace(done)
+    for item in tx.uow.payout_items.find_all({"execution_id": execution.id}):
+        tx.uow.payout_items.replace(evolve(item, active_entry_id=None))
+    tx.emit(EventType.PAYOUT_FAILED, app_id=execution.app_id, livemode=True, data=represent(done))
+    return done
+
+
+def require_idempotency_key(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("The Idempotency-Key header is required", param="Idempotency-Key")
+    if len(value) > MAX_IDEMPOTENCY_KEY:
+        raise ValidationError(
+            f"Idempotency-Key must be at most {MAX_IDEMPOTENCY_KEY} characters", param="Idempotency-Key"
+        )
+    return value
+
+
+def report_outcome(
+    rt: Runtime,
+    principal: Principal,
+    execution_id: str,
+    outcome: PayoutExecutionStatus,
+    *,
+    idempotency_key: object,
+    reason: object = None,
+) -> Reported:
+    """``POST /v1/payout-executions/:id/succeeded|failed``."""
+    if outcome not in OUTCOMES:
+        raise ValidationError("outcome must be succeeded or failed", param="outcome")
+    key = require_idempotency_key(idempotency_key)
+    note = optional_text(reason, param="reason", max_length=1000)
+
+    def work(tx: Tx) -> Reported:
+        execution = execution_for_live_key(tx, principal, execution_id, for_update=True)
+        if execution.status in OUTCOMES:
+            if execution.idempotency_key == key and execution.status is outcome:
+                return Reported(execution, replay=True)
+            raise StateConflict(
+                f"Payout execution {execution.id} is already {execution.status.value}",
+                param="Idempotency-Key" if execution.status is outcome else None,
+            )
+        if execution.status is not PayoutExecutionStatus.READY:
+            raise StateConflict(
+                f"Payout execution {execution.id} is {execution.status.value}; dispatch its batch first"
+            )
+        if outcome is PayoutExecutionStatus.SUCCEEDED:
+            done = complete(tx, execution, idempotency_key=key, manual=False, reason=note)
+        else:
+            done = fail(tx, execution, idempotency_key=key, reason=note)
+        return Reported(done, replay=False)
+
+    return rt.transaction(work)
+
+
+def get_instructions(rt: Runtime, principal: Principal, execution_id: str) -> JsonObject:
+    """``GET /v1/payout-executions/:id``: the execution with whom and where to pay."""
+
+    def work(tx: Tx) -> JsonObject:
+        execution = execution_for_live_key(tx, principal, execution_id)
+        affiliate = tx.uow.program_affiliates.get(execution.program_affiliate_id)
+        assert affiliate is not None
+        details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
+        items = tx.uow.payout_items.find_all({"execution_id": execution.id})
+        return represent_instructions(execution, affiliate, details, [i.entry_id for i in items])
+
+    return rt.read(work)

@@ -1,0 +1,326 @@
+"""Ready payouts, their CSV export, payout batches and mark-paid (decisions 5; interface 3.2, 4.5).
+
+**Ready payout**, one per affiliate of a program at most:
+
+- the affiliate's ``ready`` execution (dispatched, not yet reported), if there is one: a payout
+  whose ``payout.ready`` went unanswered must stay visible to the CSV export and mark-paid
+  (interface 6.5 step 6);
+- otherwise the affiliate's available balance, when it is positive and reaches the program's
+  ``minimum_payout``.
+
+A payout takes all of the affiliate's available entries (positive and negative) and pays their
+sum, so negative nets carry forward and the balance left behind is exactly 0.
+
+**Batch**: one execution per ready affiliate without a payout in flight, ``prepared`` (entries
+frozen) until ``dispatch`` makes them ``ready`` and emits one ``payout.ready`` each.
+
+**Mark-paid** completes the affiliate's ``ready`` execution, or records a new execution of the
+current available entries as succeeded at once; either way ``payout.succeeded`` names it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from attrs import evolve, frozen
+
+from refcore import payout_representation as _registers_payout_representations  # noqa: F401
+from refcore.errors import InvalidStartingAfter, NotFound, StateConflict, ValidationError
+from refcore.identifiers import prefix_of
+from refcore.models import EventType, Program, ProgramAffiliate
+from refcore.models.payout import (
+    PayoutBatch,
+    PayoutBatchStatus,
+    PayoutDetails,
+    PayoutExecution,
+    PayoutExecutionStatus,
+)
+from refcore.representation import represent
+from refcore.rules.payouts import csv_cell, is_ready, payout_total
+from refcore.services.access import require_program
+from refcore.services.pagination import Page, paginate, require_limit
+from refcore.services.payout_access import operator_program, require_payout_operator
+from refcore.services.payout_executions import complete, create_execution, record_success
+from refcore.services.payout_state import funds_of
+from refcore.services.principal import Principal
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import require_text
+
+#: CSV header: the columns decisions 11 fixes first, then the payout details.
+CSV_COLUMNS = (
+    "program_affiliate_id",
+    "email",
+    "name",
+    "amount",
+    "currency",
+    "payout_method",
+    "payout_email",
+    "payout_account_holder",
+    "payout_iban",
+    "payout_notes",
+    "payout_execution_id",
+)
+
+
+@frozen
+class ReadyPayout:
+    affiliate: ProgramAffiliate
+    amount: int
+    currency: str
+    #: The dispatched execution awaiting its outcome, or ``None`` for an available balance.
+    execution: PayoutExecution | None
+    details: PayoutDetails | None
+
+
+# -- ready payouts ---------------------------------------------------------------------------
+
+
+def ready_execution_of(tx: Tx, program_affiliate_id: str) -> PayoutExecution | None:
+    """The affiliate's oldest ``ready`` execution."""
+    return tx.uow.payout_executions.find_one(
+        {"program_affiliate_id": program_affiliate_id, "status": PayoutExecutionStatus.READY}
+    )
+
+
+def ready_payout_of(tx: Tx, program: Program, affiliate: ProgramAffiliate) -> ReadyPayout | None:
+    details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
+    execution = ready_execution_of(tx, affiliate.id)
+    if execution is not None:
+        return ReadyPayout(affiliate, execution.amount, execution.currency, execution, details)
+    available = funds_of(tx, affiliate.id).balance.available
+    if is_ready(available, program.minimum_payout):
+        return ReadyPayout(affiliate, available, program.currency, None, details)
+    return None
+
+
+def _ready_payouts_in(tx: Tx, program: Program) -> list[ReadyPayout]:
+    """Every ready payout of the program, newest affiliate first."""
+    affiliates = tx.uow.program_affiliates.find_all({"program_id": program.id})
+    payouts = [ready_payout_of(tx, program, a) for a in reversed(affiliates)]
+    return [p for p in payouts if p is not None]
+
+
+def list_ready_payouts(
+    rt: Runtime,
+    principal: Principal,
+    program_id: str,
+    *,
+    limit: object = None,
+    starting_after: str | None = None,
+) -> Page[ReadyPayout]:
+    """``GET /v1/ready-payouts?program_id=``; the cursor is a program affiliate ID."""
+    size = require_limit(limit)
+
+    def work(tx: Tx) -> Page[ReadyPayout]:
+        program = operator_program(tx, principal, program_id)
+        rows = _ready_payouts_in(tx, program)
+        if starting_after is not None:
+            cursor = (
+                tx.uow.program_affiliates.get(starting_after) if prefix_of(starting_after) == "aff" else None
+            )
+            if cursor is None or cursor.program_id != program.id:
+                raise InvalidStartingAfter(
+                    "starting_after must be the ID of an object from this same list", param="starting_after"
+                )
+            rows = [r for r in rows if r.affiliate.id < starting_after]
+        return Page(data=rows[:size], has_more=len(rows) > size)
+
+    return rt.read(work)
+
+
+def ready_payouts_csv(rt: Runtime, principal: Principal, program_id: str) -> str:
+    """``POST /v1/ready-payouts/csv``: one row per ready payout, safe to open in a spreadsheet."""
+
+    def work(tx: Tx) -> str:
+        program = operator_program(tx, principal, program_id)
+        return render_csv(_ready_payouts_in(tx, program))
+
+    return rt.read(work)
+
+
+def render_csv(rows: list[ReadyPayout]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        d = row.details
+        text = [
+            row.affiliate.id,
+            row.affiliate.email,
+            row.affiliate.name,
+        ]
+        details = [
+            d.method.value if d else "",
+            (d.email or "") if d else "",
+            (d.account_holder or "") if d else "",
+            (d.iban or "") if d else "",
+            (d.notes or "") if d else "",
+            row.execution.id if row.execution else "",
+        ]
+        writer.writerow(
+            [
+                *(csv_cell(v) for v in text),
+                row.amount,
+                csv_cell(row.currency),
+                *(csv_cell(v) for v in details),
+            ]
+        )
+    return out.getvalue()
+
+
+# -- mark-paid -------------------------------------------------------------------------------
+
+
+def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> PayoutExecution:
+    """``POST /v1/ready-payouts/:programAffiliateId/mark-paid``."""
+    require_payout_operator(principal)
+
+    def work(tx: Tx) -> PayoutExecution:
+        affiliate = tx.uow.program_affiliates.get(program_affiliate_id)
+        if affiliate is None:
+            raise NotFound.of("program_affiliate", program_affiliate_id)
+        try:
+            program = require_program(tx, principal, affiliate.program_id)
+        except NotFound:
+            raise NotFound.of("program_affiliate", program_affiliate_id) from None
+        for candidate in tx.uow.payout_executions.find_all(
+            {"program_affiliate_id": affiliate.id, "status": PayoutExecutionStatus.READY}
+        ):
+            # Lock, then look again: a concurrent report may have settled it meanwhile.
+            execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
+            if execution is not None and execution.status is PayoutExecutionStatus.READY:
+                return complete(tx, execution, idempotency_key=None, manual=True)
+        funds = funds_of(tx, affiliate.id)
+        if not is_ready(funds.balance.available, program.minimum_payout):
+            raise StateConflict(
+                f"Program affiliate {affiliate.id} has no ready payout "
+                f"(available {funds.balance.available}, minimum {program.minimum_payout})"
+            )
+        execution, _items = create_execution(
+            tx, program, affiliate, funds.payable, status=PayoutExecutionStatus.SUCCEEDED, manual=True
+        )
+        record_success(tx, execution)
+        return execution
+
+    return rt.transaction(work)
+
+
+# -- batches ---------------------------------------------------------------------------------
+
+
+def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> PayoutBatch:
+    """``POST /v1/payout-batches {program_id}``: freeze the current ready payouts."""
+    program_ref = require_text(program_id, param="program_id")
+
+    def work(tx: Tx) -> PayoutBatch:
+        program = operator_program(tx, principal, program_ref)
+        plans = []
+        for affiliate in tx.uow.program_affiliates.find_all({"program_id": program.id}):
+            if tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id}) is not None:
+                continue  # one payout in flight per affiliate: settle it first
+            funds = funds_of(tx, affiliate.id)
+            if is_ready(funds.balance.available, program.minimum_payout):
+                plans.append((affiliate, funds.payable))
+        if not plans:
+            raise StateConflict(f"Program {program.id} has no ready payouts to put in a batch")
+        batch = PayoutBatch(
+            id=tx.new_id("pbt"),
+            app_id=program.app_id,
+            program_id=program.id,
+            status=PayoutBatchStatus.PREPARED,
+            total=sum(payout_total(entries) for _, entries in plans),
+            currency=program.currency,
+            execution_count=len(plans),
+            created_at=tx.now,
+        )
+        tx.uow.payout_batches.add(batch)
+        for affiliate, entries in plans:
+            create_execution(
+                tx, program, affiliate, entries, status=PayoutExecutionStatus.PREPARED, batch_id=batch.id
+            )
+        return batch
+
+    return rt.transaction(work)
+
+
+def _batch(tx: Tx, principal: Principal, batch_id: str, *, for_update: bool = False) -> PayoutBatch:
+    require_payout_operator(principal)
+    batch = tx.uow.payout_batches.get(batch_id, for_update=for_update)
+    if batch is None:
+        raise NotFound.of("payout_batch", batch_id)
+    try:
+        require_program(tx, principal, batch.program_id)
+    except NotFound:
+        raise NotFound.of("payout_batch", batch_id) from None
+    return batch
+
+
+@frozen
+class BatchView:
+    batch: PayoutBatch
+    executions: list[PayoutExecution]
+
+
+def get_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchView:
+    def work(tx: Tx) -> BatchView:
+        batch = _batch(tx, principal, batch_id)
+        return BatchView(batch, tx.uow.payout_executions.find_all({"batch_id": batch.id}))
+
+    return rt.read(work)
+
+
+def list_batches(
+    rt: Runtime,
+    principal: Principal,
+    *,
+    program_id: str | None = None,
+    limit: object = None,
+    starting_after: str | None = None,
+) -> Page[PayoutBatch]:
+    """Sessions name the program; a Live App key lists its App's batches (optionally one program)."""
+    require_payout_operator(principal)
+
+    def work(tx: Tx) -> Page[PayoutBatch]:
+        where: dict[str, object]
+        if program_id is not None:
+            program = operator_program(tx, principal, program_id)
+            where = {"program_id": program.id}
+        elif principal.is_app_key and principal.app_id is not None:
+            where = {"app_id": principal.app_id}
+        else:
+            raise ValidationError("program_id is required", param="program_id")
+        return paginate(
+            tx.uow.payout_batches, where, prefix="pbt", limit=limit, starting_after=starting_after
+        )
+
+    return rt.read(work)
+
+
+def dispatch_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchView:
+    """``POST /v1/payout-batches/:id/dispatch``: executions ``ready``, one ``payout.ready`` each.
+
+    The event carries the execution snapshot only; the App's payout system fetches the
+    instructions with its Live key (interface 6.5).
+    """
+
+    def work(tx: Tx) -> BatchView:
+        batch = _batch(tx, principal, batch_id, for_update=True)
+        if batch.status is not PayoutBatchStatus.PREPARED:
+            raise StateConflict(f"Payout batch {batch.id} is already {batch.status.value}")
+        executions = []
+        for candidate in tx.uow.payout_executions.find_all({"batch_id": batch.id}):
+            execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
+            assert execution is not None
+            if execution.status is PayoutExecutionStatus.PREPARED:
+                execution = evolve(execution, status=PayoutExecutionStatus.READY)
+                tx.uow.payout_executions.replace(execution)
+                tx.emit(
+                    EventType.PAYOUT_READY, app_id=execution.app_id, livemode=True, data=represent(execution)
+                )
+            executions.append(execution)
+        batch = evolve(batch, status=PayoutBatchStatus.DISPATCHED, dispatched_at=tx.now)
+        tx.uow.payout_batches.replace(batch)
+        return BatchView(batch, executions)
+
+    return rt.transaction(work)
