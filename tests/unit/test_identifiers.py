@@ -1,0 +1,54 @@
+"""Prefixed, time-ordered identifiers (decisions 9): ID order is creation order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from refcore.clocks import ManualClock
+from refcore.identifiers import TimeOrderedIds, prefix_of
+
+
+def test_decisions_9_ids_carry_their_prefix_and_a_fixed_length_body() -> None:
+    ids = TimeOrderedIds(ManualClock())
+    value = ids.new("txn")
+    assert value.startswith("txn_")
+    assert len(value) == len("txn_") + 26
+    assert prefix_of(value) == "txn"
+
+
+def test_decisions_9_ids_within_one_millisecond_are_strictly_increasing() -> None:
+    ids = TimeOrderedIds(ManualClock())  # the clock never moves
+    values = [ids.new("com") for _ in range(2_000)]
+    assert values == sorted(values)
+    assert len(set(values)) == len(values)
+
+
+def test_decisions_9_ids_order_by_time_across_milliseconds_and_prefix_bodies() -> None:
+    clock = ManualClock()
+    ids = TimeOrderedIds(clock)
+    values = []
+    for _ in range(50):
+        values.append(ids.new("txn"))
+        clock.advance(timedelta(milliseconds=1))
+    assert values == sorted(values)
+
+
+def test_decisions_9_a_later_generator_sorts_after_an_earlier_one() -> None:
+    """Across processes (separate generators) order follows the clock at millisecond resolution."""
+    early = TimeOrderedIds(ManualClock(datetime(2026, 1, 1, tzinfo=UTC))).new("txn")
+    late = TimeOrderedIds(ManualClock(datetime(2026, 1, 1, 0, 0, 0, 1_000, tzinfo=UTC))).new("txn")
+    assert early < late
+
+
+def test_decisions_9_clock_moving_backwards_never_reorders_ids() -> None:
+    clock = ManualClock()
+    ids = TimeOrderedIds(clock)
+    first = ids.new("txn")
+    clock.advance(timedelta(hours=-1))
+    assert ids.new("txn") > first
+
+
+def test_decisions_9_prefix_of_values_without_prefix_is_empty() -> None:
+    assert prefix_of("nonsense") == ""
+    assert prefix_of("com_01abc") == "com"
+    assert prefix_of("") == ""
