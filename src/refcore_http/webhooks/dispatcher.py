@@ -1,0 +1,219 @@
+"""The webhook dispatcher: drains the event outbox inside the server process.
+
+Services write events into the outbox in the same unit of work as the change, so an event exists
+exactly when its change committed. The dispatcher then, for each event, once:
+
+1. **claims** it through the :class:`~refcore.ports.EventOutbox` (a short transaction with a lease;
+   ``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so that several server processes never take the
+   same event;
+2. decides whether a request is due at all (:func:`~refcore.rules.webhook_subscription.should_deliver`):
+   no endpoint, a disabled one or an unsubscribed type closes the event without a request;
+3. signs and **delivers** it with one attempt (:class:`~refcore_http.webhooks.delivery.Deliverer`);
+4. writes the :class:`~refcore.models.WebhookDelivery` record and marks the event delivered in
+   **one** unit of work, so a record exists exactly when the event is closed. The unique key on
+   ``event_id`` makes a second record impossible even if two processes ever raced here.
+
+It wakes when a unit of work commits events (it is the runtime's
+:class:`~refcore.ports.EventNotifier`) and on a short poll interval, which picks up events
+committed by other processes and events left behind by a restart. A process that dies between
+claim and record leaves the event claimed; once the lease expires another dispatcher claims it
+again, so an event committed before a crash is still delivered after restart (in that one case
+possibly a second time: receivers de-duplicate by ``id``, interface 6.3).
+
+Database work runs in worker threads and deliveries are coroutines bounded by ``concurrency``,
+so the server's event loop, and with it every request, is never blocked by a slow receiver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+
+from attrs import evolve
+
+from refcore.crypto import DecryptionError, SecretBox
+from refcore.models import DeliveryStatus, Event, WebhookDelivery, WebhookEndpoint
+from refcore.ports import EventOutbox
+from refcore.rules.webhook_subscription import should_deliver
+from refcore.services.runtime import Runtime, Tx
+from refcore.services.webhooks import DELIVERY_PREFIX, signing_secret
+from refcore_http.webhooks.delivery import Deliverer, Outcome
+from refcore_http.webhooks.signing import body_of, signed_headers
+
+logger = logging.getLogger("refcore.webhooks")
+
+POLL_INTERVAL_SECONDS = 2.0
+#: Longer than any attempt (3 s) plus its bookkeeping, so a live claim never expires under a
+#: working dispatcher; short enough that a crashed process's events go out within a minute.
+LEASE_SECONDS = 60.0
+CONCURRENCY = 8
+
+
+class WebhookDispatcher:
+    def __init__(
+        self,
+        runtime: Runtime,
+        outbox: EventOutbox,
+        box: SecretBox,
+        deliverer: Deliverer,
+        *,
+        poll_interval: float = POLL_INTERVAL_SECONDS,
+        lease_seconds: float = LEASE_SECONDS,
+        concurrency: int = CONCURRENCY,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._rt = runtime
+        self._outbox = outbox
+        self._box = box
+        self._deliverer = deliverer
+        self._poll_interval = poll_interval
+        self._lease = lease_seconds
+        self._concurrency = concurrency
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    def __repr__(self) -> str:
+        return f"WebhookDispatcher(concurrency={self._concurrency}, running={self.running})"
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    # -- EventNotifier ---------------------------------------------------------------------
+
+    def events_committed(self, events: Sequence[Event]) -> None:
+        """Called after commit, from whichever thread ran the unit of work: wake the loop."""
+        loop, wake = self._loop, self._wake
+        if loop is None or wake is None or not events:
+            return
+        # A closed loop raises RuntimeError: the server is stopping, and the next start polls anyway.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(wake.set)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task = asyncio.create_task(self._run(), name="refcore-webhook-dispatcher")
+
+    async def stop(self) -> None:
+        """Finish the attempts in flight (at most one time budget), then return."""
+        self._stopping = True
+        if self._wake is not None:
+            self._wake.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                claimed = await self.run_once()
+            except Exception:
+                logger.exception("webhook dispatcher: claiming from the outbox failed")
+                claimed = 0
+            if claimed >= self._concurrency:
+                continue  # probably more waiting
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._poll_interval)
+
+    # -- the work --------------------------------------------------------------------------
+
+    async def run_once(self) -> int:
+        """Claim up to ``concurrency`` events and finish each; returns how many were claimed."""
+        events = await asyncio.to_thread(
+            self._outbox.claim,
+            now=self._rt.clock.now(),
+            limit=self._concurrency,
+            lease_seconds=self._lease,
+        )
+        if events:
+            await asyncio.gather(*(self._finish_safely(event) for event in events))
+        return len(events)
+
+    async def drain(self) -> int:
+        """Run until the outbox has nothing claimable; returns how many events were handled."""
+        total = 0
+        while claimed := await self.run_once():
+            total += claimed
+        return total
+
+    async def _finish_safely(self, event: Event) -> None:
+        try:
+            await self._finish(event)
+        except Exception:
+            # Left claimed: after the lease another pass (here or in another process) takes it.
+            logger.exception("webhook dispatcher: event %s could not be processed", event.id)
+
+    async def _finish(self, event: Event) -> None:
+        endpoint = await asyncio.to_thread(self._endpoint_of, event.app_id)
+        if endpoint is None or not should_deliver(endpoint, event):
+            await asyncio.to_thread(self._outbox.mark_delivered, event.id, now=self._rt.clock.now())
+            logger.debug("webhook event %s (%s): no request due", event.id, event.type.value)
+            return
+        outcome = await self._attempt(endpoint, event)
+        await asyncio.to_thread(self._record, event, endpoint.url, outcome)
+        logger.info(
+            "webhook event %s (%s) to %s: %s, http_status=%s, %d ms%s",
+            event.id,
+            event.type.value,
+            endpoint.url,
+            "succeeded" if outcome.succeeded else "failed",
+            outcome.http_status,
+            outcome.duration_ms,
+            f", error: {outcome.error}" if outcome.error else "",
+        )
+
+    async def _attempt(self, endpoint: WebhookEndpoint, event: Event) -> Outcome:
+        try:
+            secret = signing_secret(self._box, endpoint)
+        except DecryptionError:
+            return Outcome(
+                succeeded=False,
+                duration_ms=0,
+                error="not sent: the signing secret does not decrypt with this server's "
+                "REFCORE_SECRET_KEY; rotate the secret",
+            )
+        body = body_of(event)
+        headers = signed_headers(event, body, secret=secret, timestamp=int(self._rt.clock.now().timestamp()))
+        return await self._deliverer.deliver(endpoint.url, body, headers)
+
+    def _endpoint_of(self, app_id: str) -> WebhookEndpoint | None:
+        return self._rt.read(lambda tx: tx.uow.webhook_endpoints.find_one({"app_id": app_id}))
+
+    def _record(self, event: Event, url: str, outcome: Outcome) -> None:
+        """The delivery record and the event's closing, atomically."""
+
+        def work(tx: Tx) -> None:
+            if tx.uow.webhook_deliveries.find_one({"event_id": event.id}) is None:
+                tx.uow.webhook_deliveries.add(
+                    WebhookDelivery(
+                        id=tx.new_id(DELIVERY_PREFIX),
+                        app_id=event.app_id,
+                        event_id=event.id,
+                        event_type=event.type.value,
+                        status=DeliveryStatus.SUCCEEDED if outcome.succeeded else DeliveryStatus.FAILED,
+                        duration_ms=outcome.duration_ms,
+                        created_at=tx.now,
+                        url=url,
+                        http_status=outcome.http_status,
+                        error=outcome.error,
+                        response_body=outcome.response_body,
+                    )
+                )
+            stored = tx.uow.events.get(event.id, for_update=True)
+            if stored is not None and stored.delivered_at is None:
+                tx.uow.events.replace(evolve(stored, delivered_at=tx.now))
+
+        self._rt.transaction(work)
