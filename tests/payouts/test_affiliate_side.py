@@ -1,0 +1,143 @@
+"""The affiliate's side of payouts: payout details, balance and payout requests (affiliate keys)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from refcore.errors import RefcoreError
+from refcore.models.payout import PayoutMethod, PayoutRequestStatus
+from refcore.services import payout_accounts, payout_requests
+from refcore.services.principal import Principal
+from tests.payouts.world import PayoutWorld, affiliate_key
+
+
+@pytest.fixture
+def key(pw: PayoutWorld) -> Principal:
+    return affiliate_key(pw.rt, pw.world.affiliate)[0]
+
+
+def _fails(call: Any) -> tuple[str, str | None]:
+    with pytest.raises(RefcoreError) as caught:
+        call()
+    return caught.value.code, caught.value.param
+
+
+# -- payout details --------------------------------------------------------------------------
+
+
+def test_an_affiliate_saves_and_reads_its_payout_details(pw: PayoutWorld, key: Principal) -> None:
+    program = pw.world.program.id
+    saved = payout_accounts.save_payout_details(
+        pw.rt, key, program, {"method": "paypal", "email": "pat@paypal.example"}
+    )
+    assert payout_accounts.get_payout_details(pw.rt, key, program) == saved
+    again = payout_accounts.save_payout_details(
+        pw.rt,
+        key,
+        program,
+        {"method": "bank_transfer", "account_holder": "Pat Partner", "iban": "DE89 3704 0044 0532 0130 00"},
+    )
+    assert (again.id, again.method, again.email, again.iban) == (
+        saved.id,
+        PayoutMethod.BANK_TRANSFER,
+        None,
+        "DE89370400440532013000",
+    )
+
+
+def test_payout_details_are_not_found_until_saved(pw: PayoutWorld, key: Principal) -> None:
+    call = lambda: payout_accounts.get_payout_details(pw.rt, key, pw.world.program.id)  # noqa: E731
+    assert _fails(call) == ("payout_details_not_found", None)
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"method": "paypal"}, "email"),
+        ({"method": "paypal", "email": "not-an-email"}, "email"),
+        ({"method": "bank_transfer", "account_holder": "Pat"}, "iban"),
+        ({"method": "bank_transfer", "account_holder": "Pat", "iban": "123"}, "iban"),
+        ({"method": "other"}, "notes"),
+        ({"method": "cheque"}, "method"),
+        ({"method": "paypal", "email": "p@example.com", "swift": "X"}, "swift"),
+    ],
+)
+def test_payout_details_are_validated_per_method(
+    pw: PayoutWorld, key: Principal, body: dict[str, Any], param: str
+) -> None:
+    call = lambda: payout_accounts.save_payout_details(pw.rt, key, pw.world.program.id, body)  # noqa: E731
+    assert _fails(call) == ("validation_error", param)
+
+
+def test_an_affiliate_key_sees_only_its_own_program(pw: PayoutWorld, key: Principal) -> None:
+    other_program = pw.world.add_program()
+    call = lambda: payout_accounts.get_payout_balance(pw.rt, key, other_program.id)  # noqa: E731
+    assert _fails(call) == ("program_not_found", None)
+
+
+def test_only_the_affiliate_saves_payout_details(pw: PayoutWorld) -> None:
+    call = lambda: payout_accounts.save_payout_details(  # noqa: E731
+        pw.rt, pw.world.session, pw.world.program.id, {"method": "other", "notes": "cash"}
+    )
+    assert _fails(call)[0] == "forbidden"
+
+
+def test_the_affiliate_reads_its_balance_with_its_key(pw: PayoutWorld, key: Principal) -> None:
+    pw.earn(10_000)
+    view = payout_accounts.get_payout_balance(pw.rt, key, pw.world.program.id)
+    assert (view.currency, view.balance.pending, view.balance.available) == ("usd", 2000, 0)
+
+
+# -- payout requests -------------------------------------------------------------------------
+
+
+def test_a_request_asks_for_the_current_available_balance(pw: PayoutWorld, key: Principal) -> None:
+    pw.earn(10_000)
+    assert _fails(lambda: pw.request(key)) == ("state_conflict", None)
+    pw.past_hold()
+    request = pw.request(key)
+    assert (request.amount, request.status) == (2000, PayoutRequestStatus.OPEN)
+    assert _fails(lambda: pw.request(key)) == ("state_conflict", None)
+
+
+def test_a_developer_declines_an_open_request_once(pw: PayoutWorld, key: Principal) -> None:
+    pw.earn(10_000)
+    pw.past_hold()
+    request = pw.request(key)
+    declined = payout_requests.decline_payout_request(pw.rt, pw.world.session, request.id)
+    assert declined.status is PayoutRequestStatus.DECLINED and declined.decided_at is not None
+    again = lambda: payout_requests.decline_payout_request(pw.rt, pw.world.session, request.id)  # noqa: E731
+    assert _fails(again) == ("state_conflict", None)
+    assert _fails(lambda: payout_requests.decline_payout_request(pw.rt, key, request.id))[0] == "forbidden"
+    assert pw.request(key).status is PayoutRequestStatus.OPEN  # a new one may be opened
+
+
+def test_the_next_succeeded_payout_closes_the_open_request_as_paid(pw: PayoutWorld, key: Principal) -> None:
+    pw.earn(10_000)
+    pw.past_hold()
+    request = pw.request(key)
+    execution = pw.mark_paid()
+    [listed] = payout_requests.list_payout_requests(pw.rt, key).data
+    assert (listed.id, listed.status, listed.payout_execution_id) == (
+        request.id,
+        PayoutRequestStatus.PAID,
+        execution.id,
+    )
+
+
+def test_requests_are_listed_per_caller(pw: PayoutWorld, key: Principal) -> None:
+    other = pw.world.add_affiliate()
+    other_key = affiliate_key(pw.rt, other)[0]
+    pw.earn(10_000)
+    pw.earn(10_000, affiliate=other)
+    pw.past_hold()
+    mine, theirs = pw.request(key), pw.request(other_key)
+    assert [r.id for r in payout_requests.list_payout_requests(pw.rt, key).data] == [mine.id]
+    developer = payout_requests.list_payout_requests(pw.rt, pw.world.session, program_id=pw.world.program.id)
+    assert [r.id for r in developer.data] == [theirs.id, mine.id]
+    session_without_program = lambda: payout_requests.list_payout_requests(pw.rt, pw.world.session)  # noqa: E731
+    assert _fails(session_without_program) == ("validation_error", "program_id")
+    by_key = payout_requests.list_payout_requests(pw.rt, pw.live_key, status="open")
+    assert len(by_key.data) == 2
