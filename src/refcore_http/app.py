@@ -1,0 +1,66 @@
+"""The Starlette application: every area's endpoints, assembled once.
+
+An area joins the API by adding its ``ROUTES`` to :data:`AREAS`; the routes, the index
+(``GET /v1``) and the OpenAPI document all follow from that one list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+
+from refcore.services.runtime import Runtime
+from refcore_http.dispatch import Context, build_routes
+from refcore_http.endpoints import Api, Endpoint
+from refcore_http.errors import http_exception_handler, unhandled_exception_handler
+from refcore_http.openapi import build_index, build_openapi
+from refcore_http.routes import affiliates, index, programs, revenue, tenancy, tracking
+from refcore_http.settings import Settings
+
+AREAS: tuple[Sequence[Endpoint], ...] = (
+    index.ROUTES,
+    tracking.ROUTES,
+    revenue.ROUTES,
+    tenancy.ROUTES,
+    programs.ROUTES,
+    affiliates.ROUTES,
+)
+
+
+def all_endpoints(extra: Sequence[Endpoint] = ()) -> tuple[Endpoint, ...]:
+    endpoints = tuple(chain(*AREAS, extra))
+    seen: set[str] = set()
+    for endpoint in endpoints:
+        if endpoint.operation_id in seen:
+            raise ValueError(f"two endpoints share the handler name {endpoint.operation_id}")
+        seen.add(endpoint.operation_id)
+    return endpoints
+
+
+def describe(endpoints: Sequence[Endpoint]) -> Api:
+    return Api(endpoints=tuple(endpoints), index=build_index(endpoints), openapi=build_openapi(endpoints))
+
+
+def create_app(
+    runtime: Runtime, settings: Settings | None = None, *, extra: Sequence[Endpoint] = ()
+) -> Starlette:
+    """The API over ``runtime``. ``extra`` adds endpoints (tests inject failing ones with it)."""
+    settings = settings or Settings()
+    api = describe(all_endpoints(extra))
+    context = Context(runtime=runtime, settings=settings, api=api)
+    app = Starlette(
+        routes=build_routes(api.endpoints, context),
+        exception_handlers={
+            HTTPException: http_exception_handler,
+            Exception: unhandled_exception_handler,
+        },
+    )
+    # ``/v1/apps/`` is not ``/v1/apps``: answer 404 rather than a redirect clients may not follow.
+    app.router.redirect_slashes = False
+    app.state.api = api
+    app.state.runtime = runtime
+    app.state.settings = settings
+    return app

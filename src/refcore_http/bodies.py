@@ -1,0 +1,164 @@
+"""Request bodies: JSON only, at most 1 MiB, structured strictly into attrs request classes.
+
+- The content type must be ``application/json`` or a ``+json`` type; anything else, an empty
+  body or malformed JSON is ``400 invalid_json``. The top level must be an object.
+- Over the size limit is ``413 body_too_large``; the body is read as a stream and abandoned at
+  the limit, so an oversized upload never sits in memory whole.
+- Structuring uses cattrs with ``forbid_extra_keys``: an unknown field is ``400 validation_error``
+  naming it in ``param``. Types are strict: JSON ``true``, ``2900.0`` and ``"2900"`` are not
+  integers, ``123`` is not a string. Range checks (amounts, lengths) stay in the core, so a
+  Python caller and an HTTP caller get the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+import cattrs
+from attrs import frozen, has
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+from cattrs.gen import make_dict_structure_fn
+from starlette.requests import Request
+
+from refcore.errors import BodyTooLarge, InvalidJson, ValidationError
+
+T = TypeVar("T")
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+class _Mistyped(TypeError):
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+def _strict_int(value: object, _: type) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Mistyped("an integer")
+    return value
+
+
+def _strict_str(value: object, _: type) -> str:
+    if not isinstance(value, str):
+        raise _Mistyped("a string")
+    return value
+
+
+def _strict_bool(value: object, _: type) -> bool:
+    if not isinstance(value, bool):
+        raise _Mistyped("true or false")
+    return value
+
+
+def _is_literal(tp: Any) -> bool:
+    return get_origin(tp) is Literal
+
+
+def _strict_literal(value: object, tp: Any) -> object:
+    choices = get_args(tp)
+    if value not in choices or isinstance(value, bool) != isinstance(choices[0], bool):
+        raise _Mistyped("one of " + ", ".join(json.dumps(c) for c in choices))
+    return value
+
+
+def _attrs_hook_factory(cls: type) -> Any:
+    """Nested attrs classes must arrive as JSON objects; say so instead of a cattrs internal."""
+    inner: Callable[[Mapping[str, Any], Any], Any] = make_dict_structure_fn(
+        cls, converter, _cattrs_forbid_extra_keys=True
+    )
+
+    def hook(value: object, _: type) -> object:
+        if not isinstance(value, Mapping):
+            raise _Mistyped("an object")
+        return inner(value, cls)
+
+    return hook
+
+
+converter = cattrs.Converter(forbid_extra_keys=True)
+converter.register_structure_hook(int, _strict_int)
+converter.register_structure_hook(str, _strict_str)
+converter.register_structure_hook(bool, _strict_bool)
+converter.register_structure_hook_func(_is_literal, _strict_literal)
+converter.register_structure_hook_factory(has, _attrs_hook_factory)
+
+
+@frozen
+class Parsed:
+    """A structured body and the top-level fields that were present in it."""
+
+    value: Any
+    sent: frozenset[str]
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The raw body, refusing anything over ``limit`` bytes without reading it all."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"The request body exceeds {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"The request body exceeds {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
+    """The JSON object in ``raw``; ``invalid_json`` for anything else."""
+    if not is_json_media_type(content_type):
+        raise InvalidJson("The body must be JSON sent with Content-Type: application/json")
+    if not raw.strip():
+        raise InvalidJson("The request body is empty; a JSON object is expected")
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        raise InvalidJson("The request body is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise InvalidJson("The request body must be a JSON object")
+    return value
+
+
+def structure(value: dict[str, Any], cls: type[T]) -> Parsed:
+    """Structure a decoded object into ``cls``, reporting the first bad field as ``param``."""
+    try:
+        result = converter.structure(value, cls)
+    except ClassValidationError as exc:
+        raise _validation_error(exc, prefix="") from None
+    except _Mistyped as exc:
+        raise ValidationError(f"The body must be {exc.expected}") from None
+    return Parsed(value=result, sent=frozenset(value))
+
+
+def _validation_error(exc: ClassValidationError, *, prefix: str) -> ValidationError:
+    with_notes, without_notes = exc.group_exceptions()
+    for inner in without_notes:
+        if isinstance(inner, ForbiddenExtraKeysError):
+            name = sorted(inner.extra_fields)[0]
+            return ValidationError(f"Unknown field {prefix}{name}", param=f"{prefix}{name}")
+    for inner, note in with_notes:
+        name = f"{prefix}{getattr(note, 'name', '')}"
+        if isinstance(inner, ClassValidationError):
+            return _validation_error(inner, prefix=f"{name}.")
+        if isinstance(inner, KeyError):
+            return ValidationError(f"{name} is required", param=name)
+        if isinstance(inner, _Mistyped):
+            return ValidationError(f"{name} must be {inner.expected}", param=name)
+        return ValidationError(f"{name} is invalid", param=name)
+    return ValidationError("The request body is invalid")

@@ -1,0 +1,165 @@
+"""The ``refcore`` command: ``serve``, ``session`` and ``migrate``.
+
+Every command reads the same settings (``REFCORE_*`` environment variables, overridden by
+flags), so ``refcore session`` mints a token in the very database ``refcore serve`` uses.
+Errors an operator can fix (a bad setting, an unreachable database, an invalid e-mail) print one
+line on stderr and exit with status 2; nothing secret is printed except the token asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import refcore
+from refcore.errors import RefcoreError
+from refcore.services.tenancy import create_session
+from refcore_http.settings import DEFAULT_DATABASE_URL, Settings, SettingsError
+from refcore_http.store import MEMORY_URL, StoreUnavailable, open_store
+
+_URL_HELP = (
+    f"database URL (env REFCORE_DATABASE_URL; default {DEFAULT_DATABASE_URL}): "
+    f"sqlite:///path, postgresql://user@host/db, or {MEMORY_URL} (nothing persists)"
+)
+
+
+class CommandError(Exception):
+    """An error the operator can fix; printed as one line, exit status 2."""
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(
+        database_url=args.database_url,
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        trusted_proxies=getattr(args, "trusted_proxy", None),
+        migrate_on_start=False if getattr(args, "no_migrate", False) else None,
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from refcore_http.app import create_app
+
+    settings = _settings(args)
+    store = open_store(settings.database_url)
+    try:
+        if settings.migrate_on_start:
+            store.migrate()
+        if args.print_session:
+            _user, token = create_session(store.runtime, args.print_session)
+            print(token, flush=True)
+        app = create_app(store.runtime, settings)
+        address = f"http://{settings.host}:{settings.port}"
+        print(f"refcore: serving {store.description} on {address}", file=sys.stderr)
+        # Forwarded headers are read by refcore itself, from REFCORE_TRUSTED_PROXIES only.
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            proxy_headers=False,
+            server_header=False,
+            log_level=args.log_level,
+        )
+    finally:
+        store.dispose()
+    return 0
+
+
+def session(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    store = open_store(settings.database_url)
+    try:
+        if not store.persistent:
+            raise CommandError(
+                f"{MEMORY_URL} keeps nothing after this command ends; "
+                "use `refcore serve --print-session EMAIL` or create the session through the library"
+            )
+        store.migrate()
+        _user, token = create_session(store.runtime, args.email)
+    finally:
+        store.dispose()
+    print(token)
+    return 0
+
+
+def migrate(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    store = open_store(settings.database_url)
+    try:
+        store.migrate()
+    finally:
+        store.dispose()
+    print(f"refcore: {store.description} is up to date", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="refcore",
+        description="Self-hosted referral tracking and affiliate commissions.",
+    )
+    parser.add_argument("--version", action="version", version=f"refcore {refcore.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve_parser = commands.add_parser(
+        "serve", help="run the HTTP API", description="Run the HTTP API under /v1 with uvicorn."
+    )
+    serve_parser.add_argument("--host", help="interface to listen on (env REFCORE_HOST; default 127.0.0.1)")
+    serve_parser.add_argument("--port", type=int, help="port to listen on (env REFCORE_PORT; default 8000)")
+    serve_parser.add_argument("--database-url", help=_URL_HELP)
+    serve_parser.add_argument(
+        "--no-migrate", action="store_true", help="do not apply database migrations on start"
+    )
+    serve_parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        metavar="CIDR",
+        help="a reverse proxy whose X-Forwarded-For is believed (repeatable; env REFCORE_TRUSTED_PROXIES)",
+    )
+    serve_parser.add_argument(
+        "--print-session",
+        metavar="EMAIL",
+        help="create a session for EMAIL on start and print its token (for memory://)",
+    )
+    serve_parser.add_argument(
+        "--log-level", default="info", choices=("critical", "error", "warning", "info", "debug")
+    )
+    serve_parser.set_defaults(run=serve)
+
+    session_parser = commands.add_parser(
+        "session",
+        help="create a dashboard session and print its token",
+        description="Create the user if missing and a session; print one line, the token sess_….",
+    )
+    session_parser.add_argument("--email", required=True, help="the user's e-mail address")
+    session_parser.add_argument("--database-url", help=_URL_HELP)
+    session_parser.set_defaults(run=session)
+
+    migrate_parser = commands.add_parser(
+        "migrate",
+        help="apply database migrations",
+        description="Bring the database schema up to date (idempotent).",
+    )
+    migrate_parser.add_argument("--database-url", help=_URL_HELP)
+    migrate_parser.set_defaults(run=migrate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        result: int = args.run(args)
+    except (CommandError, SettingsError, StoreUnavailable) as exc:
+        print(f"refcore: {exc}", file=sys.stderr)
+        return 2
+    except RefcoreError as exc:
+        print(f"refcore: {exc.message}", file=sys.stderr)
+        return 2
+    return result

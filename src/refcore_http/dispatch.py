@@ -1,0 +1,130 @@
+"""From endpoint definitions to Starlette routes, and the request pipeline every call runs through.
+
+Pipeline: authenticate (``401``/``403``), parse the query (``400``), read and structure the body
+(``400``/``413``), then run the handler in a worker thread, because the core is synchronous and
+must not block the event loop. A :class:`~refcore.errors.RefcoreError` becomes its status and
+envelope; any other exception is logged and answered ``500 internal_error`` with no details.
+
+One Starlette route serves each path, dispatching on the method, so a wrong method is ``405``
+with an ``Allow`` header naming every method the path has. Literal segments are tried before
+parameters (``/v1/transactions/refunds`` before ``/v1/transactions/:id``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from attrs import frozen
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from refcore.errors import RefcoreError, ValidationError
+from refcore.services.runtime import Runtime
+from refcore_http.auth import authorize
+from refcore_http.bodies import decode_object, read_body, structure
+from refcore_http.endpoints import Api, Call, Endpoint, Reply
+from refcore_http.errors import internal_error_response, refcore_error_response
+from refcore_http.queries import parse_query
+from refcore_http.settings import Settings
+from refcore_http.visitors import visitor_of
+
+log = logging.getLogger("refcore_http")
+
+_WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@frozen
+class Context:
+    runtime: Runtime
+    settings: Settings
+    api: Api
+
+
+async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> tuple[Any, frozenset[str]]:
+    if endpoint.method in _WITHOUT_BODY:
+        return None, frozenset()
+    raw = await read_body(request, limit=settings.max_body_bytes)
+    content_type = request.headers.get("content-type")
+    if endpoint.body is None:
+        # Action routes take no payload: an empty body or ``{}`` (decisions 11).
+        if not raw.strip():
+            return None, frozenset()
+        extra = sorted(decode_object(raw, content_type))
+        if extra:
+            raise ValidationError(f"Unknown field {extra[0]}; this endpoint takes no payload", param=extra[0])
+        return None, frozenset()
+    parsed = structure(decode_object(raw, content_type), endpoint.body)
+    return parsed.value, parsed.sent
+
+
+def _render(reply: Reply) -> Response:
+    if reply.body is None:
+        return Response(status_code=reply.status)
+    return JSONResponse(reply.body, status_code=reply.status)
+
+
+def _add_cors(response: Response, settings: Settings) -> None:
+    response.headers["Access-Control-Allow-Origin"] = settings.cors_allow_origin
+    response.headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+    response.headers["Access-Control-Allow-Headers"] = "Content-Type"
+    response.headers["Access-Control-Max-Age"] = "86400"
+    if settings.cors_allow_origin != "*":
+        response.headers["Vary"] = "Origin"
+
+
+async def handle(request: Request, endpoint: Endpoint, context: Context) -> Response:
+    try:
+        principal = await authorize(request, endpoint.access, context.runtime)
+        query = parse_query(request.query_params, endpoint.query)
+        body, sent = await _payload(request, endpoint, context.settings)
+        call = Call(
+            runtime=context.runtime,
+            settings=context.settings,
+            api=context.api,
+            principal=principal,
+            params=dict(request.path_params),
+            query=query,
+            body=body,
+            sent=sent,
+            visitor=visitor_of(request, context.settings.trusted_proxies),
+        )
+        response = _render(await run_in_threadpool(endpoint.handler, call))
+    except RefcoreError as exc:
+        response = refcore_error_response(exc)
+    except Exception as exc:
+        log.error("Unhandled error in %s %s", endpoint.method, endpoint.path, exc_info=exc)
+        response = internal_error_response()
+    if endpoint.cors:
+        _add_cors(response, context.settings)
+    return response
+
+
+def _specificity(path: str) -> tuple[int, ...]:
+    return tuple(1 if segment.startswith("{") else 0 for segment in path.strip("/").split("/"))
+
+
+def _path_endpoint(
+    by_method: dict[str, Endpoint], context: Context
+) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await handle(request, by_method[method], context)
+
+    return endpoint
+
+
+def build_routes(endpoints: Sequence[Endpoint], context: Context) -> list[Route]:
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for endpoint in endpoints:
+        methods = by_path.setdefault(endpoint.starlette_path, {})
+        if endpoint.method in methods:
+            raise ValueError(f"two endpoints for {endpoint.method} {endpoint.path}")
+        methods[endpoint.method] = endpoint
+    return [
+        Route(path, _path_endpoint(methods, context), methods=list(methods))
+        for path, methods in sorted(by_path.items(), key=lambda item: _specificity(item[0]))
+    ]

@@ -1,0 +1,215 @@
+"""The route-definition type: one :class:`Endpoint` per method and path.
+
+Everything the API says about itself comes from these definitions: the Starlette routes
+(:mod:`refcore_http.dispatch`), the index ``GET /v1`` and the OpenAPI document
+(:mod:`refcore_http.openapi`). An area of the API is a module under ``routes/`` exposing
+``ROUTES: tuple[Endpoint, ...]``; :mod:`refcore_http.app` lists the areas, so a new area is one
+line there.
+
+Handlers are plain synchronous functions ``(Call) -> Reply``. The dispatcher runs them in a worker
+thread, because every core service is synchronous (it may wait on a database) and must never block
+the event loop.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from attrs import field, frozen
+
+from refcore.errors import Unauthenticated
+from refcore.representation import JsonObject
+from refcore.services.principal import Principal, PrincipalKind
+from refcore.services.runtime import Runtime
+
+if TYPE_CHECKING:
+    from refcore_http.settings import Settings
+
+_PATH_PARAM = re.compile(r":([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@frozen
+class Access:
+    """Which credentials an endpoint takes; ``name`` is what the index shows as ``auth``."""
+
+    name: str
+    kinds: frozenset[PrincipalKind]
+    #: No credential needed (public); a credential, when sent, must still be valid and allowed.
+    optional: bool = False
+    #: The credential is never read (``GET /v1``): sending one changes nothing.
+    ignored: bool = False
+    description: str = ""
+
+
+PUBLIC = Access("none", frozenset(), optional=True, ignored=True, description="no credential")
+PUBLIC_OR_APP_KEY = Access(
+    "none_or_app_key",
+    frozenset({PrincipalKind.APP_KEY, PrincipalKind.MANAGED_KEY}),
+    optional=True,
+    description="no credential (public browser call) or an App key",
+)
+SESSION = Access("session", frozenset({PrincipalKind.SESSION}), description="a dashboard session")
+APP_KEY = Access(
+    "app_key",
+    frozenset({PrincipalKind.APP_KEY, PrincipalKind.MANAGED_KEY}),
+    description="an App key or a managed revenue key",
+)
+DEVELOPER = Access(
+    "session_or_app_key",
+    frozenset({PrincipalKind.SESSION, PrincipalKind.APP_KEY, PrincipalKind.MANAGED_KEY}),
+    description="a dashboard session or an App key",
+)
+
+
+@frozen
+class QueryParam:
+    """One query parameter; values arrive as strings and are converted before the handler runs."""
+
+    name: str
+    description: str
+    #: ``string`` or ``integer``.
+    type: str = "string"
+    enum: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+    required: bool = False
+
+    def schema(self) -> JsonObject:
+        if self.enum:
+            return {"type": "string", "enum": list(self.enum)}
+        if self.type == "integer":
+            out: JsonObject = {"type": "integer"}
+            if self.minimum is not None:
+                out["minimum"] = self.minimum
+            if self.maximum is not None:
+                out["maximum"] = self.maximum
+            return out
+        return {"type": "string", "minLength": 1}
+
+
+@frozen
+class Output:
+    """What a successful call answers: an object schema name (see :mod:`refcore_http.schemas`),
+    whether it is a list of them, and the statuses it may carry."""
+
+    schema: str | None
+    statuses: tuple[int, ...] = (200,)
+    list: bool = False
+
+
+def returns(schema: str, *statuses: int) -> Output:
+    return Output(schema=schema, statuses=statuses or (200,))
+
+
+def returns_list(schema: str) -> Output:
+    return Output(schema=schema, list=True)
+
+
+NO_CONTENT = Output(schema=None, statuses=(204,))
+
+
+@frozen
+class Visitor:
+    """The browser behind a request, from the connection (and trusted proxies only)."""
+
+    ip: str | None
+    user_agent: str | None
+
+
+@frozen
+class Api:
+    """The assembled API, for the endpoints that describe it (index and OpenAPI)."""
+
+    endpoints: tuple[Endpoint, ...]
+    index: JsonObject
+    openapi: JsonObject
+
+
+@frozen
+class Call:
+    """One request, parsed and authenticated, as a handler sees it."""
+
+    runtime: Runtime
+    settings: Settings
+    api: Api
+    principal: Principal | None
+    params: Mapping[str, str]
+    query: Mapping[str, Any]
+    #: An instance of the endpoint's body class, or ``None`` when it takes none.
+    body: Any
+    #: Top-level body fields the caller actually sent (PATCH changes only these).
+    sent: frozenset[str]
+    visitor: Visitor
+
+    @property
+    def who(self) -> Principal:
+        if self.principal is None:
+            raise Unauthenticated("This endpoint needs an Authorization: Bearer credential")
+        return self.principal
+
+
+@frozen
+class Reply:
+    body: JsonObject | None
+    status: int = 200
+
+
+def ok(body: JsonObject) -> Reply:
+    return Reply(body=body)
+
+
+def created(body: JsonObject) -> Reply:
+    return Reply(body=body, status=201)
+
+
+Handler = Callable[[Call], Reply]
+
+
+@frozen
+class Endpoint:
+    method: str
+    #: As in the interface: ``/v1/programs/:id``.
+    path: str
+    summary: str
+    handler: Handler
+    access: Access
+    output: Output
+    #: An attrs class the JSON body is structured into; ``None``: no payload (empty body or ``{}``).
+    body: type[Any] | None = None
+    query: tuple[QueryParam, ...] = ()
+    #: Answer browsers across origins (public capture).
+    cors: bool = False
+    description: str = ""
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def path_params(self) -> tuple[str, ...]:
+        return tuple(_PATH_PARAM.findall(self.path))
+
+    @property
+    def starlette_path(self) -> str:
+        """``/v1/programs/{id}``: Starlette and OpenAPI write parameters in braces."""
+        return _PATH_PARAM.sub(r"{\1}", self.path)
+
+    @property
+    def operation_id(self) -> str:
+        return self.handler.__name__.strip("_")
+
+
+# -- query parameters shared by many lists ---------------------------------------------------
+
+LIMIT = QueryParam("limit", "Page size, 1 to 100 (default 25).", type="integer", minimum=1, maximum=100)
+STARTING_AFTER = QueryParam(
+    "starting_after", "ID of the last object of the previous page; must come from this same list."
+)
+PAGING = (LIMIT, STARTING_AFTER)
+APP_ID = QueryParam("app_id", "The App whose objects are listed (sessions; App keys default to their App).")
+ENVIRONMENT = QueryParam(
+    "environment", "Activity mode (sessions; default live; App keys use their own).", enum=("test", "live")
+)
+
+
+def filter_param(name: str, description: str) -> QueryParam:
+    return QueryParam(name, description)

@@ -1,0 +1,74 @@
+"""Errors on the wire: the one table from error kind to HTTP status, and the one envelope.
+
+Every failure, including routing (404, 405) and unexpected exceptions (500), answers
+``{"error": {"code", "message", "param"?}}``. A 500 says only that something failed: the
+exception's text and traceback go to the server log, never to the client.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from refcore.errors import ErrorKind, RefcoreError
+
+log = logging.getLogger("refcore_http")
+
+#: Decisions 8: the status of every error family.
+STATUS_OF_KIND: dict[ErrorKind, int] = {
+    ErrorKind.INVALID_INPUT: 400,
+    ErrorKind.UNAUTHENTICATED: 401,
+    ErrorKind.FORBIDDEN: 403,
+    ErrorKind.NOT_FOUND: 404,
+    ErrorKind.METHOD_NOT_ALLOWED: 405,
+    ErrorKind.CONFLICT: 409,
+    ErrorKind.TOO_LARGE: 413,
+    ErrorKind.RATE_LIMITED: 429,
+    ErrorKind.INTERNAL: 500,
+}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    error: dict[str, str] = {"code": code, "message": message}
+    if param is not None:
+        error["param"] = param
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+def refcore_error_response(exc: RefcoreError) -> JSONResponse:
+    status = STATUS_OF_KIND[exc.kind]
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return error_response(status, exc.code, exc.message, param=exc.param, headers=headers)
+
+
+def internal_error_response() -> JSONResponse:
+    return error_response(500, "internal_error", "An unexpected error occurred; it has been logged")
+
+
+async def http_exception_handler(request: Request, exc: Exception) -> Response:
+    """Starlette's own routing errors: no route (404), wrong method (405)."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        return error_response(
+            405, "method_not_allowed", f"{request.method} is not allowed here", headers=headers
+        )
+    if exc.status_code == 404:
+        return error_response(404, "not_found", f"No route for {request.url.path}", headers=headers)
+    return error_response(exc.status_code, "http_error", str(exc.detail), headers=headers)
+
+
+async def unhandled_exception_handler(request: Request, exc: Exception) -> Response:
+    """Last resort for anything that escaped the endpoint dispatcher (which handles its own)."""
+    log.error("Unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
+    return internal_error_response()

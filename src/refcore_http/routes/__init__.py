@@ -1,0 +1,1 @@
+"""One module per area of the API, each exposing ``ROUTES: tuple[Endpoint, ...]``."""

@@ -1,0 +1,243 @@
+"""Tracking: capture, identify, and reading clicks, customers and referrals (interface 2.4, 2.5, 4.1)."""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+
+from refcore.representation import represent
+from refcore.services import activity
+from refcore.services.access import activity_scope
+from refcore.services.tracking import (
+    CaptureRequest,
+    IdentifyRequest,
+    capture,
+    identify,
+    reject_public_visitor_fields,
+)
+from refcore_http.endpoints import (
+    APP_ID,
+    APP_KEY,
+    DEVELOPER,
+    ENVIRONMENT,
+    NO_CONTENT,
+    PAGING,
+    PUBLIC,
+    PUBLIC_OR_APP_KEY,
+    Call,
+    Endpoint,
+    Reply,
+    created,
+    filter_param,
+    ok,
+    returns,
+    returns_list,
+)
+from refcore_http.replies import activity_query, listing
+
+
+@frozen
+class CaptureBody:
+    """A landing on an affiliate link (interface 2.4)."""
+
+    via: str = field(metadata={"description": "The link code from the via query parameter"})
+    page: str | None = field(default=None, metadata={"description": "The landing page URL"})
+    referrer: str | None = field(default=None, metadata={"description": "The referring page URL"})
+    visitor_ip: str | None = field(
+        default=None, metadata={"description": "Server capture with a key only; public capture: 400"}
+    )
+    visitor_user_agent: str | None = field(
+        default=None, metadata={"description": "Server capture with a key only; public capture: 400"}
+    )
+
+
+@frozen
+class IdentifyBody:
+    """A new Customer account of the App (interface 2.5)."""
+
+    click_id: str | None = field(default=None, metadata={"description": "Required for ordinary App keys"})
+    external_customer_id: str | None = None
+    email: str | None = None
+    promotion_code: str | None = field(default=None, metadata={"description": "Managed revenue keys only"})
+    program_id: str | None = field(default=None, metadata={"description": "Sent with promotion_code"})
+    program_affiliate_id: str | None = field(
+        default=None, metadata={"description": "Sent with promotion_code"}
+    )
+
+
+def capture_click(call: Call) -> Reply:
+    """Public (no key): a Live click, visitor from the connection. With a key: the key's App and mode."""
+    body: CaptureBody = call.body
+    if call.principal is None:
+        reject_public_visitor_fields(dict.fromkeys(call.sent))
+        request = CaptureRequest(
+            via=body.via,
+            page=body.page,
+            referrer=body.referrer,
+            visitor_ip=call.visitor.ip,
+            visitor_user_agent=call.visitor.user_agent,
+        )
+        click = capture(call.runtime, request, scope=None)
+    else:
+        request = CaptureRequest(
+            via=body.via,
+            page=body.page,
+            referrer=body.referrer,
+            visitor_ip=body.visitor_ip,
+            visitor_user_agent=body.visitor_user_agent,
+        )
+        click = capture(call.runtime, request, scope=activity_scope(call.principal))
+    return created({"click_id": click.id, "livemode": click.mode.livemode})
+
+
+def capture_preflight(call: Call) -> Reply:
+    """CORS preflight of browsers; the dispatcher adds the Access-Control headers."""
+    return Reply(body=None, status=204)
+
+
+def identify_customer(call: Call) -> Reply:
+    body: IdentifyBody = call.body
+    request = IdentifyRequest(
+        click_id=body.click_id,
+        external_customer_id=body.external_customer_id,
+        email=body.email,
+        promotion_code=body.promotion_code,
+        program_id=body.program_id,
+        program_affiliate_id=body.program_affiliate_id,
+    )
+    identified = identify(call.runtime, call.who, activity_scope(call.who), request)
+    return Reply(body=identified.response(), status=201 if identified.created else 200)
+
+
+def list_clicks(call: Call) -> Reply:
+    return listing(activity.list_clicks(call.runtime, call.who, activity_query(call)))
+
+
+def get_click(call: Call) -> Reply:
+    return ok(represent(activity.get_click(call.runtime, call.who, call.params["id"])))
+
+
+def list_customers(call: Call) -> Reply:
+    return listing(activity.list_customers(call.runtime, call.who, activity_query(call)))
+
+
+def get_customer(call: Call) -> Reply:
+    return ok(represent(activity.get_customer(call.runtime, call.who, call.params["id"])))
+
+
+def list_referrals(call: Call) -> Reply:
+    return listing(activity.list_referrals(call.runtime, call.who, activity_query(call)))
+
+
+def get_referral(call: Call) -> Reply:
+    return ok(represent(activity.get_referral(call.runtime, call.who, call.params["id"])))
+
+
+_PROGRAM = filter_param("program_id", "Only this program's objects (sessions: also names the App)")
+_AFFILIATE = filter_param("program_affiliate_id", "Only this program affiliate's objects")
+_TAGS = ("tracking",)
+
+ROUTES = (
+    Endpoint(
+        "POST",
+        "/v1/capture",
+        "Record a click on an affiliate link",
+        capture_click,
+        PUBLIC_OR_APP_KEY,
+        returns("Capture", 201),
+        body=CaptureBody,
+        cors=True,
+        tags=_TAGS,
+        description="Without a key (browsers): a Live click; the visitor's IP and user agent come "
+        "from the request, never from the body.",
+    ),
+    Endpoint(
+        "OPTIONS",
+        "/v1/capture",
+        "CORS preflight for browser capture",
+        capture_preflight,
+        PUBLIC,
+        NO_CONTENT,
+        cors=True,
+        tags=_TAGS,
+    ),
+    Endpoint(
+        "POST",
+        "/v1/identify",
+        "Create or find a Customer and its Referral",
+        identify_customer,
+        APP_KEY,
+        returns("Identify", 201, 200),
+        body=IdentifyBody,
+        tags=_TAGS,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/clicks",
+        "List clicks",
+        list_clicks,
+        DEVELOPER,
+        returns_list("Click"),
+        query=(
+            APP_ID,
+            ENVIRONMENT,
+            _PROGRAM,
+            _AFFILIATE,
+            filter_param("link_id", "Only clicks on this link"),
+            *PAGING,
+        ),
+        tags=_TAGS,
+    ),
+    Endpoint("GET", "/v1/clicks/:id", "Read a click", get_click, DEVELOPER, returns("Click"), tags=_TAGS),
+    Endpoint(
+        "GET",
+        "/v1/customers",
+        "List customers",
+        list_customers,
+        DEVELOPER,
+        returns_list("Customer"),
+        query=(
+            APP_ID,
+            ENVIRONMENT,
+            filter_param("external_customer_id", "Only the customer with this App identifier"),
+            filter_param("email", "Only customers with this exact e-mail"),
+            *PAGING,
+        ),
+        tags=_TAGS,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/customers/:id",
+        "Read a customer",
+        get_customer,
+        DEVELOPER,
+        returns("Customer"),
+        tags=_TAGS,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/referrals",
+        "List referrals",
+        list_referrals,
+        DEVELOPER,
+        returns_list("Referral"),
+        query=(
+            APP_ID,
+            ENVIRONMENT,
+            _PROGRAM,
+            _AFFILIATE,
+            filter_param("customer_id", "Only this customer's referral"),
+            filter_param("click_id", "Only referrals attributed to this click"),
+            *PAGING,
+        ),
+        tags=_TAGS,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/referrals/:id",
+        "Read a referral",
+        get_referral,
+        DEVELOPER,
+        returns("Referral"),
+        tags=_TAGS,
+    ),
+)

@@ -1,0 +1,115 @@
+"""Server settings, from ``REFCORE_*`` environment variables and command-line flags.
+
+Flags win over the environment, the environment over the defaults. Values are checked when the
+settings are built, so a bad variable stops the server at start with a message that names it,
+rather than failing the first request that needs it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import evolve, field, frozen
+
+DEFAULT_DATABASE_URL = "sqlite:///./refcore.db"
+MIN_SECRET_KEY_LENGTH = 32
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class SettingsError(ValueError):
+    """A setting has a value the server cannot use; the message names the variable, never its value
+    when it is a secret."""
+
+
+def parse_networks(value: str | tuple[str, ...] | list[str], *, name: str) -> tuple[Network, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    networks = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise SettingsError(f"{name}: {item!r} is not an IP address or network") from None
+    return tuple(networks)
+
+
+def _port(value: object, *, name: str) -> int:
+    text = str(value)
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise SettingsError(f"{name} must be a port number from 1 to 65535")
+    return int(text)
+
+
+def _flag(value: str, *, name: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise SettingsError(f"{name} must be true or false")
+
+
+def _secret_key(value: str | None) -> str | None:
+    if value is not None and len(value) < MIN_SECRET_KEY_LENGTH:
+        raise SettingsError(f"REFCORE_SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters")
+    return value
+
+
+@frozen
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    host: str = "127.0.0.1"
+    port: int = 8000
+    #: Any string of at least 32 characters; encryption keys are derived from it (decisions 11).
+    secret_key: str | None = field(default=None, repr=False)
+    #: Peers whose ``X-Forwarded-For`` is believed (reverse proxies); nobody's by default.
+    trusted_proxies: tuple[Network, ...] = ()
+    #: Apply database migrations when ``refcore serve`` starts.
+    migrate_on_start: bool = True
+    #: ``Access-Control-Allow-Origin`` of the public capture route.
+    cors_allow_origin: str = "*"
+    max_body_bytes: int = 1024 * 1024
+
+    def __attrs_post_init__(self) -> None:
+        _secret_key(self.secret_key)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``REFCORE_*`` variables, then ``overrides`` (flags) where not ``None``."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        if "REFCORE_DATABASE_URL" in env:
+            values["database_url"] = env["REFCORE_DATABASE_URL"]
+        if "REFCORE_HOST" in env:
+            values["host"] = env["REFCORE_HOST"]
+        if "REFCORE_PORT" in env:
+            values["port"] = _port(env["REFCORE_PORT"], name="REFCORE_PORT")
+        if env.get("REFCORE_SECRET_KEY"):
+            values["secret_key"] = env["REFCORE_SECRET_KEY"]
+        if "REFCORE_TRUSTED_PROXIES" in env:
+            values["trusted_proxies"] = parse_networks(
+                env["REFCORE_TRUSTED_PROXIES"], name="REFCORE_TRUSTED_PROXIES"
+            )
+        if "REFCORE_MIGRATE_ON_START" in env:
+            values["migrate_on_start"] = _flag(
+                env["REFCORE_MIGRATE_ON_START"], name="REFCORE_MIGRATE_ON_START"
+            )
+        if "REFCORE_CORS_ALLOW_ORIGIN" in env:
+            values["cors_allow_origin"] = env["REFCORE_CORS_ALLOW_ORIGIN"]
+        settings = cls(**values)
+        return settings.with_overrides(**overrides)
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "port" in given:
+            given["port"] = _port(given["port"], name="--port")
+        if "trusted_proxies" in given and not all(
+            isinstance(n, ipaddress.IPv4Network | ipaddress.IPv6Network) for n in given["trusted_proxies"]
+        ):
+            given["trusted_proxies"] = parse_networks(given["trusted_proxies"], name="--trusted-proxy")
+        return evolve(self, **given)

@@ -1,0 +1,77 @@
+"""Choosing the store from the database URL, in one place.
+
+``memory://`` is the in-memory store (nothing survives the process: for trying the API and for
+tests); any other URL is the SQL store (``sqlite:///path`` or ``postgresql://…``), imported only
+when asked for so that the memory store works without a database driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from attrs import frozen
+
+from refcore.ports import Clock, EventNotifier, EventOutbox
+from refcore.services.runtime import Runtime
+
+MEMORY_URL = "memory://"
+
+
+class StoreUnavailable(RuntimeError):
+    """The URL names a store this installation cannot open."""
+
+
+@frozen
+class OpenStore:
+    runtime: Runtime
+    outbox: EventOutbox
+    #: Whether state outlives the process (a session token minted here can be used by a server).
+    persistent: bool
+    #: Bring the schema up to date (nothing to do for memory); idempotent.
+    migrate: Callable[[], None]
+    dispose: Callable[[], None]
+    #: The URL with any password masked, for messages.
+    description: str
+
+
+def _nothing() -> None:
+    return None
+
+
+def is_memory(database_url: str) -> bool:
+    return database_url.strip().lower().startswith("memory:")
+
+
+def open_store(
+    database_url: str, *, clock: Clock | None = None, notifier: EventNotifier | None = None
+) -> OpenStore:
+    if is_memory(database_url):
+        from refcore_memstore import MemoryDatabase, MemoryOutbox, memory_runtime
+
+        database = MemoryDatabase()
+        return OpenStore(
+            runtime=memory_runtime(clock=clock, notifier=notifier, database=database),
+            outbox=MemoryOutbox(database),
+            persistent=False,
+            migrate=_nothing,
+            dispose=_nothing,
+            description=MEMORY_URL,
+        )
+    try:
+        from refcore_sqlstore import SqlStore
+    except ImportError as exc:  # pragma: no cover - the SQL store ships with refcore
+        raise StoreUnavailable(
+            f"The SQL store is not available in this installation ({exc}); use {MEMORY_URL}"
+        ) from None
+    try:
+        store = SqlStore(database_url)
+    except ValueError as exc:  # an unsupported or malformed URL; the message names no password
+        raise StoreUnavailable(f"Cannot open the database: {exc}") from None
+    return OpenStore(
+        runtime=store.runtime(clock=clock, notifier=notifier),
+        outbox=store.outbox,
+        persistent=True,
+        migrate=store.migrate,
+        dispose=store.dispose,
+        description=store.safe_url,
+    )
