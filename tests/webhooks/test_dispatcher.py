@@ -1,0 +1,210 @@
+"""The dispatcher: which events lead to a request, exactly-once closing, restart, waking."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import datetime, timedelta
+
+from refcore.clocks import ManualClock
+from refcore.crypto import SecretBox
+from refcore.models import DeliveryStatus, Event
+from refcore.services import webhooks as webhook_service
+from refcore_http.webhooks.delivery import Deliverer
+from refcore_http.webhooks.dispatcher import LEASE_SECONDS, WebhookDispatcher
+from refcore_memstore import MemoryDatabase, MemoryOutbox, memory_runtime
+from tests.contract.scenario import World
+from tests.webhooks.conftest import SECRET_KEY, run
+from tests.webhooks.receiver import Receiver
+from tests.webhooks.world import configure, deliveries, produce_every_event
+
+
+def _events(world: World) -> list[Event]:
+    return world.rt.read(lambda tx: tx.uow.events.find_all({"app_id": world.app.id}))
+
+
+def _types_received(receiver: Receiver) -> list[str]:
+    return [h.payload["type"] for h in receiver.received]
+
+
+def test_events_of_an_app_without_endpoint_are_closed_without_a_request(
+    world: World, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    world.add_affiliate()
+
+    assert run(dispatcher.drain()) > 0
+
+    assert all(e.delivered_at is not None for e in _events(world))
+    assert deliveries(world) == []
+    assert receiver.received == []
+
+
+def test_a_disabled_endpoint_gets_no_events_but_does_get_an_explicit_test(
+    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    receiver.secret = configure(world, box, receiver.url("/ok"), disabled=True).secret
+    world.add_affiliate()
+    webhook_service.send_test_event(world.rt, world.session, world.app.id)
+
+    run(dispatcher.drain())
+
+    assert _types_received(receiver) == ["webhook.test"]
+    assert all(e.delivered_at is not None for e in _events(world))
+
+
+def test_only_subscribed_types_are_sent(
+    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    receiver.secret = configure(world, box, receiver.url("/ok"), events=["transaction.refunded"]).secret
+    produce_every_event(world)
+
+    run(dispatcher.drain())
+
+    assert sorted(_types_received(receiver)) == ["transaction.refunded", "webhook.test"]
+    assert all(e.delivered_at is not None for e in _events(world))
+
+
+def test_events_from_before_the_endpoint_existed_are_not_replayed_into_it(
+    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    world.add_affiliate()  # before the endpoint: the set-up's events and this one are not sent
+    receiver.secret = configure(world, box, receiver.url("/ok")).secret
+    world.add_affiliate()
+
+    run(dispatcher.drain())
+
+    assert _types_received(receiver) == ["affiliate.created"]
+
+
+def test_a_removed_endpoint_gets_nothing(
+    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    configure(world, box, receiver.url("/ok"))
+    world.add_affiliate()
+    webhook_service.remove_endpoint(world.rt, world.session, world.app.id)
+
+    run(dispatcher.drain())
+
+    assert receiver.received == []
+
+
+def test_a_secret_that_does_not_decrypt_under_the_server_key_is_recorded_without_a_request(
+    world: World, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    configure(world, SecretBox("another server key, also long enough!!"), receiver.url("/ok"))
+    world.add_affiliate()
+
+    run(dispatcher.drain())
+
+    [record] = deliveries(world)
+    assert record.status is DeliveryStatus.FAILED
+    assert record.error is not None and "REFCORE_SECRET_KEY" in record.error
+    assert receiver.received == []
+
+
+def test_events_committed_while_no_dispatcher_ran_are_delivered_once_after_restart(
+    world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase, deliverer: Deliverer
+) -> None:
+    configured = configure(world, box, receiver.url("/ok"))
+    receiver.secret = configured.secret
+    produce_every_event(world)  # committed; the server "stops" before any delivery
+    due = [e.id for e in _events(world) if e.created_at >= configured.endpoint.created_at]
+
+    # A new process: a new runtime and dispatcher over the same durable store.
+    restarted = memory_runtime(clock=world.clock, database=database)
+    run(WebhookDispatcher(restarted, MemoryOutbox(database), SecretBox(SECRET_KEY), deliverer).drain())
+    run(WebhookDispatcher(restarted, MemoryOutbox(database), SecretBox(SECRET_KEY), deliverer).drain())
+
+    sent = [h.payload["id"] for h in receiver.received]
+    assert sorted(sent) == sorted(due)  # each one, once
+    assert [h.problems for h in receiver.received if h.problems] == []
+    assert all(e.delivered_at is not None for e in _events(world))
+
+
+def test_an_event_claimed_by_a_process_that_crashed_is_delivered_once_after_the_lease(
+    world: World,
+    box: SecretBox,
+    receiver: Receiver,
+    database: MemoryDatabase,
+    dispatcher: WebhookDispatcher,
+    clock: ManualClock,
+) -> None:
+    receiver.secret = configure(world, box, receiver.url("/ok")).secret
+    world.add_affiliate()
+    crashed = MemoryOutbox(database).claim(now=clock.now(), limit=100, lease_seconds=LEASE_SECONDS)
+    assert len(crashed) >= 1  # ...and then the process died before delivering
+
+    assert run(dispatcher.drain()) == 0  # still leased to the dead process
+    clock.advance(timedelta(seconds=LEASE_SECONDS + 1))
+    run(dispatcher.drain())
+    run(dispatcher.drain())
+
+    assert _types_received(receiver) == ["affiliate.created"]
+
+
+def test_two_dispatchers_on_one_store_deliver_each_event_exactly_once(
+    world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase, deliverer: Deliverer
+) -> None:
+    configured = configure(world, box, receiver.url("/ok"))
+    receiver.secret = configured.secret
+    for _ in range(12):
+        world.add_affiliate()
+    produce_every_event(world)
+    due = [e.id for e in _events(world) if e.created_at >= configured.endpoint.created_at]
+    first = WebhookDispatcher(world.rt, MemoryOutbox(database), box, deliverer, concurrency=3)
+    second = WebhookDispatcher(world.rt, MemoryOutbox(database), box, deliverer, concurrency=3)
+
+    async def both() -> None:
+        await asyncio.gather(first.drain(), second.drain())
+
+    run(both())
+
+    sent = [h.payload["id"] for h in receiver.received]
+    assert len(sent) == len(set(sent))
+    assert sorted(sent) == sorted(r.event_id for r in deliveries(world))
+    assert sorted(sent) == sorted(due)
+
+
+class CountingOutbox:
+    """The memory outbox, telling the test when a dispatcher has looked at it."""
+
+    def __init__(self, database: MemoryDatabase) -> None:
+        self._inner = MemoryOutbox(database)
+        self.claimed_once = threading.Event()
+
+    def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
+        try:
+            return self._inner.claim(now=now, limit=limit, lease_seconds=lease_seconds)
+        finally:
+            self.claimed_once.set()
+
+    def mark_delivered(self, event_id: str, *, now: datetime) -> None:
+        self._inner.mark_delivered(event_id, now=now)
+
+
+def test_a_running_dispatcher_is_woken_by_a_commit_without_waiting_for_its_poll(
+    world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase, deliverer: Deliverer
+) -> None:
+    receiver.secret = configure(world, box, receiver.url("/ok")).secret
+    outbox = CountingOutbox(database)
+    dispatcher = WebhookDispatcher(world.rt, outbox, box, deliverer, poll_interval=3600)
+    world.rt.notifier = dispatcher
+
+    async def scenario() -> bool:
+        await dispatcher.start()
+        # The first pass finds the outbox empty; the next poll would be in an hour.
+        await asyncio.to_thread(outbox.claimed_once.wait)
+        # A request handler commits from a worker thread; the notifier wakes the loop.
+        await asyncio.to_thread(world.add_affiliate)
+        try:
+            for _ in range(2000):
+                if deliveries(world):
+                    return True
+                await asyncio.sleep(0.005)
+            return False
+        finally:
+            await dispatcher.stop()
+
+    assert run(scenario()) is True
+    assert _types_received(receiver) == ["affiliate.created"]
+    assert dispatcher.running is False
