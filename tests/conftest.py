@@ -1,4 +1,4 @@
-"""Shared test configuration: Hypothesis profiles.
+"""Shared test configuration: Hypothesis profiles, and dropping the test databases at the end.
 
 ``quick`` (default) keeps the local loop fast; ``ci`` (``HYPOTHESIS_PROFILE=ci``, set by
 ``.ci/run``) runs at least 1,000 examples for the ledger state machine on the memory store.
@@ -7,8 +7,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.stores import close_stores
 
 settings.register_profile(
     "quick", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -17,3 +21,10 @@ settings.register_profile(
     "ci", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_test_databases() -> Iterator[None]:
+    """Drop the session's PostgreSQL database and SQLite template once every test has run."""
+    yield
+    close_stores()

@@ -1,0 +1,84 @@
+"""Creating the SQLAlchemy engine for a database URL, with the settings refcore relies on.
+
+**PostgreSQL** URLs (``postgresql://``, ``postgres://``, ``postgresql+psycopg://``) all use the
+psycopg 3 driver. Transactions run at ``READ COMMITTED``: the services lock the rows they change
+(``SELECT … FOR UPDATE``) and unique keys settle duplicate inserts, and each statement after a
+lock sees what the previous lock holder committed.
+
+**SQLite** URLs (``sqlite:///path/to/file.db``) get, on every new connection:
+
+- ``PRAGMA busy_timeout`` (10 s by default): a writer waits for another process's write lock
+  instead of failing at once;
+- ``PRAGMA journal_mode = WAL``: readers never block the writer and a commit is one append;
+- ``PRAGMA foreign_keys = ON`` (SQLite leaves foreign keys unchecked otherwise);
+- the driver's own transaction handling switched off, and every transaction opened with
+  ``BEGIN IMMEDIATE``, which takes the write lock at once. A unit of work that reads and then
+  writes can therefore never find that another process wrote in between; writers queue on the
+  lock (within the busy timeout) instead of failing when they upgrade.
+
+An in-memory SQLite database (``sqlite://``, ``:memory:``) is refused: each pooled connection
+would see its own empty database. Use a file, or ``refcore_memstore`` for an in-memory store.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from sqlalchemy import URL, Engine, create_engine, event, make_url
+from sqlalchemy.pool import ConnectionPoolEntry
+
+SQLITE_BUSY_TIMEOUT_SECONDS = 10.0
+
+
+def normalise_url(database_url: str) -> URL:
+    """The URL with its driver made explicit: psycopg 3 for PostgreSQL, pysqlite for SQLite."""
+    url = make_url(database_url)
+    backend = url.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        return url.set(drivername="postgresql+psycopg")
+    if backend == "sqlite":
+        if url.database in (None, "", ":memory:") or (url.database or "").startswith("file::memory:"):
+            raise ValueError("an in-memory SQLite database is not supported; give a file path")
+        return url.set(drivername="sqlite+pysqlite")
+    raise ValueError(f"unsupported database {backend!r}: use sqlite:///path or postgresql://…")
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    assert isinstance(dbapi_connection, sqlite3.Connection)
+    # Autocommit at the driver level: SQLAlchemy's ``begin`` event below emits BEGIN itself.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _begin_immediate(connection: Any) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_store_engine(url: URL, *, pool_size: int = 10, max_overflow: int = 20) -> Engine:
+    """An engine for a normalised URL (see :func:`normalise_url`)."""
+    if url.get_backend_name() == "sqlite":
+        engine = create_engine(
+            url,
+            hide_parameters=True,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+        )
+        event.listen(engine, "connect", _configure_sqlite_connection)
+        event.listen(engine, "begin", _begin_immediate)
+        return engine
+    return create_engine(
+        url,
+        hide_parameters=True,
+        isolation_level="READ COMMITTED",
+        pool_pre_ping=True,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+    )

@@ -1,0 +1,69 @@
+"""Database errors become the core's errors here, at the adapter boundary.
+
+- A unique key taken by a concurrent transaction, a PostgreSQL serialization failure or
+  deadlock, or an SQLite lock still held after the busy timeout are lost races:
+  :class:`refcore.errors.ConcurrentWrite`, which makes ``Runtime.transaction`` run the unit of work
+  again (and the second run sees the winner's row, turning a duplicate into a replay).
+- Anything else (an unreachable server, a broken check constraint) is a fault the caller cannot
+  fix: :class:`refcore.errors.InternalError`, whose message names no table, value or secret. The
+  database error stays attached as ``__cause__`` for the server's log; the engine is created with
+  ``hide_parameters=True``, so even that carries no bound values.
+
+No SQLAlchemy or driver exception type leaves this package.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg.errors
+from sqlalchemy import exc
+
+from refcore.errors import ConcurrentWrite, InternalError
+
+# SQLite result codes (https://sqlite.org/rescode.html).
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+_SQLITE_CONSTRAINT_PRIMARYKEY = 1555
+_SQLITE_CONSTRAINT_UNIQUE = 2067
+
+_PG_LOST_RACE = (
+    psycopg.errors.UniqueViolation,
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.LockNotAvailable,
+)
+
+
+def is_lost_race(error: BaseException) -> bool:
+    """Whether a driver error means another transaction won a race for the same rows."""
+    if isinstance(error, _PG_LOST_RACE):
+        return True
+    if isinstance(error, sqlite3.Error):
+        code = getattr(error, "sqlite_errorcode", None)
+        if code in (_SQLITE_CONSTRAINT_UNIQUE, _SQLITE_CONSTRAINT_PRIMARYKEY):
+            return True
+        if code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return True
+        message = str(error)
+        return message.startswith("UNIQUE constraint failed") or "database is locked" in message
+    return False
+
+
+def translate(error: exc.SQLAlchemyError) -> Exception:
+    """The core error for a database error (see the module docstring)."""
+    original = getattr(error, "orig", None)
+    if original is not None and is_lost_race(original):
+        return ConcurrentWrite("a concurrent transaction changed the same records; run the work again")
+    return InternalError("The database could not complete the operation")
+
+
+@contextmanager
+def database_errors() -> Iterator[None]:
+    """Run a block of database calls, translating what they raise."""
+    try:
+        yield
+    except exc.SQLAlchemyError as error:
+        raise translate(error) from error

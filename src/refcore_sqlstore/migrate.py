@@ -1,0 +1,51 @@
+"""Applying the Alembic migrations shipped inside this package, without an ``alembic.ini``.
+
+The migrations run on a connection the store opens, in one transaction:
+
+- on PostgreSQL the transaction first takes an advisory lock (``pg_advisory_xact_lock``), so that
+  several server processes starting at once apply the migrations one after another: the first
+  upgrades, the others then find the schema at head and do nothing. PostgreSQL's DDL is
+  transactional, so a failed migration leaves nothing half-applied.
+- on SQLite the transaction starts with ``BEGIN IMMEDIATE`` (the engine's ``begin`` hook), which
+  serialises concurrent migrators the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, text
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+#: Any fixed 64-bit number; it names "refcore schema migration" among the advisory locks.
+_ADVISORY_LOCK_KEY = 0x726566636F7265  # "refcore"
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An in-memory Alembic configuration pointing at the packaged migrations."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def upgrade_to_head(engine: Engine) -> None:
+    """Apply every pending migration; safe to run from several processes at once."""
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
+        command.upgrade(alembic_config(connection), "head")
+
+
+def schema_is_current(engine: Engine) -> bool:
+    """Whether the database is at the newest migration (``False`` for an empty database)."""
+    heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
+    with engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    return current == heads

@@ -1,0 +1,1 @@
+"""Alembic migrations of the refcore schema (run by ``SqlStore.migrate()``)."""

@@ -1,0 +1,62 @@
+"""The SQL event outbox: each committed event is claimed by exactly one dispatcher.
+
+``claim`` runs in its own short transaction that commits the claim before any network call:
+
+- on PostgreSQL it selects the oldest claimable events ``FOR UPDATE SKIP LOCKED``, so dispatchers
+  in several server processes each take different events and never wait for one another;
+- on SQLite the transaction starts with ``BEGIN IMMEDIATE`` (see :mod:`refcore_sqlstore.engine`),
+  so the select and the update run under the database's write lock, one claimer at a time.
+
+Claimable means not delivered and either never claimed or claimed longer ago than the lease (the
+claiming process crashed before recording its attempt). The partial index
+``ix_events_undelivered`` keeps the query proportional to the undelivered events only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, or_, select, update
+
+from refcore.models import Event
+from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.mapping import RowMapper
+from refcore_sqlstore.tables import events
+
+
+class SqlOutbox:
+    """Implements :class:`refcore.ports.EventOutbox`."""
+
+    def __init__(self, engine: Engine, mapper: RowMapper[Any]) -> None:
+        self._engine = engine
+        self._mapper = mapper
+
+    def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
+        expired = now - timedelta(seconds=lease_seconds)
+        statement = (
+            select(events)
+            .where(events.c.delivered_at.is_(None))
+            .where(or_(events.c.claimed_at.is_(None), events.c.claimed_at <= expired))
+            .order_by(events.c.id)
+            .limit(limit)
+        )
+        if self._engine.dialect.name == "postgresql":
+            statement = statement.with_for_update(skip_locked=True)
+        with database_errors(), self._engine.begin() as connection:
+            rows = connection.execute(statement).mappings().all()
+            ids = [row["id"] for row in rows]
+            if ids:
+                connection.execute(update(events).where(events.c.id.in_(ids)).values(claimed_at=now))
+        claimed: list[Event] = []
+        for row in rows:
+            claimed.append(self._mapper.from_row({**row, "claimed_at": now}))
+        return claimed
+
+    def mark_delivered(self, event_id: str, *, now: datetime) -> None:
+        with database_errors(), self._engine.begin() as connection:
+            result = connection.execute(
+                update(events).where(events.c.id == event_id).values(delivered_at=now)
+            )
+        if result.rowcount == 0:
+            raise KeyError(event_id)

@@ -1,0 +1,80 @@
+"""``SqlStore``: the one object a server or a script needs to run refcore on SQL.
+
+::
+
+    store = SqlStore("postgresql://refcore@db/refcore")   # or "sqlite:///refcore.db"
+    store.migrate()                                        # idempotent, safe from many processes
+    rt = store.runtime()                                   # a refcore Runtime on this database
+    ...                                                    # rt goes to the services
+    store.dispose()
+"""
+
+from __future__ import annotations
+
+from refcore.clocks import SystemClock
+from refcore.identifiers import TimeOrderedIds
+from refcore.ports import Clock, EventNotifier
+from refcore.services.runtime import NullNotifier, Runtime
+from refcore_sqlstore.engine import create_store_engine, normalise_url
+from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
+from refcore_sqlstore.outbox import SqlOutbox
+from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
+
+
+class SqlStore:
+    """A database (SQLite file or PostgreSQL) holding refcore's state, and its connection pool.
+
+    One per process; thread-safe. Each unit of work borrows one pooled connection.
+    """
+
+    def __init__(self, database_url: str, *, pool_size: int = 10, max_overflow: int = 20) -> None:
+        self._mappers = mappers()
+        self._url = normalise_url(database_url)
+        self._engine = create_store_engine(self._url, pool_size=pool_size, max_overflow=max_overflow)
+        self._outbox = SqlOutbox(self._engine, self._mappers["events"])
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self._url.get_backend_name()
+
+    @property
+    def safe_url(self) -> str:
+        """The URL with any password masked, for logs and messages."""
+        return self._url.render_as_string(hide_password=True)
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest migration (nothing to do when it is current)."""
+        with database_errors():
+            upgrade_to_head(self._engine)
+
+    def schema_is_current(self) -> bool:
+        """Whether :meth:`migrate` has nothing left to apply."""
+        with database_errors():
+            return schema_is_current(self._engine)
+
+    def unit_of_work(self) -> SqlUnitOfWork:
+        return SqlUnitOfWork(self._engine)
+
+    def runtime(self, clock: Clock | None = None, notifier: EventNotifier | None = None) -> Runtime:
+        """A :class:`~refcore.services.runtime.Runtime` whose units of work run on this database."""
+        clock = clock or SystemClock()
+        return Runtime(
+            unit_of_work=self.unit_of_work,
+            clock=clock,
+            ids=TimeOrderedIds(clock),
+            notifier=notifier or NullNotifier(),
+        )
+
+    @property
+    def outbox(self) -> SqlOutbox:
+        """The :class:`refcore.ports.EventOutbox` of this database."""
+        return self._outbox
+
+    def dispose(self) -> None:
+        """Close every pooled connection. The store may be used again afterwards (it reconnects)."""
+        self._engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"SqlStore({self.safe_url!r})"

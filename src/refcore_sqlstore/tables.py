@@ -1,0 +1,538 @@
+"""The schema: one SQLAlchemy Core ``Table`` per model, one column per model field.
+
+Conventions (the mapper in :mod:`refcore_sqlstore.mapping` relies on them):
+
+- a column has the name of its model field; the one exception is ``Program.commission``, stored
+  as ``commission_type`` and ``commission_value``;
+- enums are stored as their string values, booleans as booleans, money as integers;
+- datetimes are :class:`~refcore_sqlstore.types.UtcDateTime`; ``Event.data`` and
+  ``WebhookEndpoint.events`` are JSON.
+
+Integrity lives here as well as in the core: primary keys, the unique keys that make every
+caller-chosen identity idempotent (the same set as ``refcore_memstore.database.UNIQUE_KEYS``;
+SQL ``NULL`` never clashes, so customers without ``external_customer_id`` do not collide),
+foreign keys (deferred to commit, so a unit of work may add rows in any order) and a few checks
+that the core's rules must never break (a payment's refunds and open or lost disputes never
+exceed it). The ledger is append-only: the repository refuses ``replace`` and the migration adds
+a trigger that rejects ``UPDATE`` and ``DELETE`` on ``commission_entries``.
+
+Every index ends in ``id`` so that the list, cursor and balance queries (equality filters ordered
+by ID) are answered from one index range, whatever the size of history.
+
+This module must agree with the migrations; ``tests/sqlstore/test_migrations.py`` checks it with
+Alembic's autogenerate comparison on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+from refcore_sqlstore.types import Id, UtcDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _pk() -> Column[str]:
+    return Column("id", Id, primary_key=True)
+
+
+def _ref(name: str, table: str, *, nullable: bool = False) -> Column[str]:
+    """A reference to ``table.id``, checked at commit (``DEFERRABLE INITIALLY DEFERRED``)."""
+    return Column(
+        name,
+        Id,
+        ForeignKey(f"{table}.id", deferrable=True, initially="DEFERRED"),
+        nullable=nullable,
+    )
+
+
+def _text(name: str, *, nullable: bool = False) -> Column[str]:
+    return Column(name, Text, nullable=nullable)
+
+
+def _int(name: str, *, nullable: bool = False) -> Column[int]:
+    return Column(name, Integer, nullable=nullable)
+
+
+def _bool(name: str) -> Column[bool]:
+    return Column(name, Boolean, nullable=False)
+
+
+def _time(name: str, *, nullable: bool = False) -> Column[object]:
+    return Column(name, UtcDateTime, nullable=nullable)
+
+
+def _mode_check() -> CheckConstraint:
+    return CheckConstraint("mode IN ('test', 'live')", name="mode")
+
+
+# -- tenancy ---------------------------------------------------------------------------------
+
+users = Table(
+    "users",
+    metadata,
+    _pk(),
+    _text("email"),
+    _time("created_at"),
+    UniqueConstraint("email"),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    _pk(),
+    _ref("user_id", "users"),
+    _text("token_digest"),
+    _time("created_at"),
+    UniqueConstraint("token_digest"),
+)
+
+organizations = Table(
+    "organizations",
+    metadata,
+    _pk(),
+    _text("name"),
+    _time("created_at"),
+)
+
+memberships = Table(
+    "memberships",
+    metadata,
+    _pk(),
+    _ref("organization_id", "organizations"),
+    _ref("user_id", "users"),
+    _text("role"),
+    _time("created_at"),
+    UniqueConstraint("organization_id", "user_id"),
+    Index(None, "user_id", "id"),
+)
+
+apps = Table(
+    "apps",
+    metadata,
+    _pk(),
+    _ref("organization_id", "organizations"),
+    _text("name"),
+    _time("created_at"),
+    _text("live_revenue_source", nullable=True),
+    _bool("processor_connected_test"),
+    _bool("processor_connected_live"),
+    Index(None, "organization_id", "id"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("kind"),
+    _text("mode"),
+    _text("digest"),
+    _text("last4"),
+    _time("created_at"),
+    _time("revoked_at", nullable=True),
+    _ref("program_affiliate_id", "program_affiliates", nullable=True),
+    UniqueConstraint("digest"),
+    Index(None, "app_id", "id"),
+    _mode_check(),
+)
+
+# -- programs and affiliates -----------------------------------------------------------------
+
+programs = Table(
+    "programs",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("name"),
+    _text("slug"),
+    _text("currency"),
+    _text("commission_type"),
+    _int("commission_value"),
+    _time("created_at"),
+    _int("commission_duration_months", nullable=True),
+    _int("attribution_window_days"),
+    _int("hold_days"),
+    _int("minimum_payout"),
+    _bool("auto_approve"),
+    _bool("promotion_code_fallback"),
+    _text("status"),
+    UniqueConstraint("slug"),
+    Index(None, "app_id", "id"),
+    CheckConstraint("commission_type IN ('percent', 'fixed')", name="commission_type"),
+    CheckConstraint("commission_value >= 0", name="commission_value"),
+)
+
+program_terms = Table(
+    "program_terms",
+    metadata,
+    _pk(),
+    _ref("program_id", "programs"),
+    _text("text"),
+    _time("created_at"),
+    Index(None, "program_id", "id"),
+)
+
+program_affiliates = Table(
+    "program_affiliates",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("program_id", "programs"),
+    _text("email"),
+    _text("name"),
+    _text("status"),
+    _time("created_at"),
+    _text("status_before_disable", nullable=True),
+    UniqueConstraint("program_id", "email"),
+    Index(None, "program_id", "id"),
+    Index(None, "program_id", "status", "id"),
+)
+
+links = Table(
+    "links",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("program_id", "programs"),
+    _ref("program_affiliate_id", "program_affiliates"),
+    _text("code"),
+    _time("created_at"),
+    _text("name", nullable=True),
+    _time("deleted_at", nullable=True),
+    # Codes are stored lower-case, which makes this key case-insensitive (decisions 2).
+    UniqueConstraint("code"),
+    Index(None, "program_affiliate_id", "deleted_at", "id"),
+    CheckConstraint("code = lower(code)", name="code_lower_case"),
+)
+
+# -- tracking activity -----------------------------------------------------------------------
+
+clicks = Table(
+    "clicks",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("mode"),
+    _ref("program_id", "programs"),
+    _ref("program_affiliate_id", "program_affiliates"),
+    _ref("link_id", "links"),
+    _time("created_at"),
+    _text("page", nullable=True),
+    _text("referrer", nullable=True),
+    _text("visitor_ip", nullable=True),
+    _text("visitor_user_agent", nullable=True),
+    Index(None, "app_id", "mode", "id"),
+    Index(None, "app_id", "mode", "program_id", "id"),
+    _mode_check(),
+)
+
+customers = Table(
+    "customers",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("mode"),
+    _time("created_at"),
+    _text("external_customer_id", nullable=True),
+    _text("email", nullable=True),
+    UniqueConstraint("app_id", "mode", "external_customer_id"),
+    Index(None, "app_id", "mode", "email", "id"),
+    Index(None, "app_id", "mode", "id"),
+    _mode_check(),
+)
+
+referrals = Table(
+    "referrals",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("mode"),
+    _ref("customer_id", "customers"),
+    _ref("program_id", "programs"),
+    _bool("attributed"),
+    _time("created_at"),
+    _ref("program_affiliate_id", "program_affiliates", nullable=True),
+    _ref("click_id", "clicks", nullable=True),
+    _text("attribution_source", nullable=True),
+    _text("promotion_code", nullable=True),
+    UniqueConstraint("customer_id"),
+    Index(None, "app_id", "mode", "id"),
+    Index(None, "app_id", "mode", "program_id", "id"),
+    _mode_check(),
+)
+
+# -- revenue and ledger ----------------------------------------------------------------------
+
+payments = Table(
+    "payments",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("mode"),
+    _text("payment_id"),
+    _ref("customer_id", "customers"),
+    _ref("program_id", "programs"),
+    _ref("referral_id", "referrals"),
+    _int("amount"),
+    _text("currency"),
+    _bool("attributed"),
+    _int("commission_amount"),
+    _time("available_at"),
+    _text("source"),
+    _time("created_at"),
+    _ref("program_affiliate_id", "program_affiliates", nullable=True),
+    _int("refunded_amount"),
+    _int("disputed_amount"),
+    _int("lost_amount"),
+    _int("open_dispute_count"),
+    UniqueConstraint("app_id", "mode", "payment_id"),
+    Index(None, "app_id", "mode", "id"),
+    Index(None, "app_id", "mode", "program_id", "id"),
+    _mode_check(),
+    CheckConstraint(
+        "amount >= 0 AND refunded_amount >= 0 AND disputed_amount >= 0 AND lost_amount >= 0"
+        " AND open_dispute_count >= 0 AND commission_amount >= 0",
+        name="non_negative",
+    ),
+    # The consumption rule (decisions 4), enforced by the database too.
+    CheckConstraint("refunded_amount + disputed_amount <= amount", name="consumption_within_amount"),
+)
+
+refunds = Table(
+    "refunds",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("mode"),
+    _text("refund_id"),
+    _text("payment_id"),
+    _ref("transaction_id", "payments"),
+    _int("amount"),
+    _time("created_at"),
+    UniqueConstraint("app_id", "mode", "refund_id"),
+    Index(None, "transaction_id", "id"),
+    Index(None, "app_id", "mode", "id"),
+    _mode_check(),
+    CheckConstraint("amount > 0", name="positive_amount"),
+)
+
+disputes = Table(
+    "disputes",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("mode"),
+    _text("dispute_id"),
+    _text("payment_id"),
+    _ref("transaction_id", "payments"),
+    _text("status"),
+    _int("amount"),
+    _time("created_at"),
+    _time("updated_at"),
+    UniqueConstraint("app_id", "mode", "dispute_id"),
+    Index(None, "transaction_id", "id"),
+    Index(None, "app_id", "mode", "id"),
+    _mode_check(),
+    CheckConstraint("amount > 0", name="positive_amount"),
+)
+
+commission_entries = Table(
+    "commission_entries",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("mode"),
+    _ref("program_id", "programs"),
+    _ref("program_affiliate_id", "program_affiliates"),
+    _ref("transaction_id", "payments"),
+    # The payment, refund or dispute that caused the entry: one of three tables, so no foreign key.
+    Column("source_id", Id, nullable=False),
+    _text("kind"),
+    _int("amount"),
+    _text("currency"),
+    _time("available_at"),
+    _time("created_at"),
+    Index(None, "transaction_id", "id"),
+    Index(None, "program_affiliate_id", "mode", "id"),
+    Index(None, "app_id", "mode", "id"),
+    Index(None, "app_id", "mode", "program_id", "id"),
+    Index(None, "app_id", "mode", "program_affiliate_id", "id"),
+    _mode_check(),
+)
+
+# -- events and webhooks ---------------------------------------------------------------------
+
+events = Table(
+    "events",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("type"),
+    _bool("livemode"),
+    _time("created_at"),
+    Column("data", JSON, nullable=False),
+    _time("claimed_at", nullable=True),
+    _time("delivered_at", nullable=True),
+    Index(None, "app_id", "id"),
+    # The outbox: only undelivered events, oldest first, whatever the size of history.
+    Index(
+        "ix_events_undelivered",
+        "id",
+        sqlite_where=text("delivered_at IS NULL"),
+        postgresql_where=text("delivered_at IS NULL"),
+    ),
+)
+
+webhook_endpoints = Table(
+    "webhook_endpoints",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("url"),
+    Column("events", JSON, nullable=False),
+    _bool("disabled"),
+    _text("secret_ciphertext"),
+    _time("created_at"),
+    _time("updated_at"),
+    _time("deleted_at", nullable=True),
+    UniqueConstraint("app_id"),
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("event_id", "events"),
+    _text("event_type"),
+    _text("status"),
+    _int("duration_ms"),
+    _time("created_at"),
+    _text("url"),
+    _int("http_status", nullable=True),
+    _text("error", nullable=True),
+    _text("response_body", nullable=True),
+    UniqueConstraint("event_id"),
+    Index(None, "app_id", "id"),
+)
+
+# -- payouts ---------------------------------------------------------------------------------
+
+payout_details = Table(
+    "payout_details",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("program_id", "programs"),
+    _ref("program_affiliate_id", "program_affiliates"),
+    _text("method"),
+    _time("created_at"),
+    _time("updated_at"),
+    _text("email", nullable=True),
+    _text("account_holder", nullable=True),
+    _text("iban", nullable=True),
+    _text("notes", nullable=True),
+    UniqueConstraint("program_affiliate_id"),
+    Index(None, "program_id", "id"),
+)
+
+payout_batches = Table(
+    "payout_batches",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("program_id", "programs"),
+    _text("status"),
+    _int("total"),
+    _text("currency"),
+    _int("execution_count"),
+    _time("created_at"),
+    _time("dispatched_at", nullable=True),
+    Index(None, "program_id", "id"),
+    Index(None, "app_id", "id"),
+)
+
+payout_executions = Table(
+    "payout_executions",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("program_id", "programs"),
+    _ref("program_affiliate_id", "program_affiliates"),
+    _int("amount"),
+    _text("currency"),
+    _text("status"),
+    _time("created_at"),
+    _ref("batch_id", "payout_batches", nullable=True),
+    _time("completed_at", nullable=True),
+    _text("idempotency_key", nullable=True),
+    _bool("completed_manually"),
+    _text("outcome_reason", nullable=True),
+    # Set while the payout is in flight: one payout in flight per affiliate.
+    Column("live_program_affiliate_id", Id, nullable=True),
+    UniqueConstraint("live_program_affiliate_id"),
+    Index(None, "batch_id", "id"),
+    Index(None, "program_affiliate_id", "id"),
+    Index(None, "program_id", "id"),
+    CheckConstraint("amount > 0", name="positive_amount"),
+)
+
+payout_requests = Table(
+    "payout_requests",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("program_id", "programs"),
+    _ref("program_affiliate_id", "program_affiliates"),
+    _int("amount"),
+    _text("currency"),
+    _text("status"),
+    _time("created_at"),
+    _time("decided_at", nullable=True),
+    _ref("payout_execution_id", "payout_executions", nullable=True),
+    # Set while the request is open: one open request per affiliate.
+    Column("open_program_affiliate_id", Id, nullable=True),
+    UniqueConstraint("open_program_affiliate_id"),
+    Index(None, "program_id", "id"),
+    Index(None, "program_affiliate_id", "id"),
+)
+
+payout_items = Table(
+    "payout_items",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("execution_id", "payout_executions"),
+    _ref("entry_id", "commission_entries"),
+    _ref("program_affiliate_id", "program_affiliates"),
+    _int("amount"),
+    _time("created_at"),
+    # Set while the execution is live or succeeded: an entry is in at most one such payout.
+    Column("active_entry_id", Id, nullable=True),
+    UniqueConstraint("active_entry_id"),
+    Index(None, "execution_id", "id"),
+    Index(None, "entry_id", "id"),
+    Index(None, "program_affiliate_id", "id"),
+)

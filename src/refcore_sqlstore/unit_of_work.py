@@ -1,0 +1,170 @@
+"""The SQL unit of work: one connection and one transaction per unit of work.
+
+Every write runs inside that transaction, so nothing is visible to another connection before
+:meth:`SqlUnitOfWork.commit`; leaving the ``with`` block closes the connection, which rolls back
+whatever was not committed. On SQLite the transaction starts with ``BEGIN IMMEDIATE`` (see
+:mod:`refcore_sqlstore.engine`): the unit of work holds the database's write lock from its first
+statement, which serialises writers across threads and processes the way PostgreSQL's row
+locks do for the records they touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from types import TracebackType
+from typing import Any, Self
+
+from sqlalchemy import Connection, Engine
+
+from refcore.errors import InternalError
+from refcore.models import (
+    ApiKey,
+    App,
+    Click,
+    CommissionEntry,
+    Customer,
+    Dispute,
+    Event,
+    Link,
+    Membership,
+    Organization,
+    Payment,
+    Program,
+    ProgramAffiliate,
+    ProgramTerms,
+    Referral,
+    Refund,
+    Session,
+    User,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+from refcore.models.payout import (
+    PayoutBatch,
+    PayoutDetails,
+    PayoutExecution,
+    PayoutItem,
+    PayoutRequest,
+)
+from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.mapping import RowMapper
+from refcore_sqlstore.repository import SqlRepository
+from refcore_sqlstore.tables import metadata
+
+#: Repository name on the unit of work -> model; the table has the same name.
+MODELS: dict[str, type] = {
+    "users": User,
+    "sessions": Session,
+    "organizations": Organization,
+    "memberships": Membership,
+    "apps": App,
+    "api_keys": ApiKey,
+    "programs": Program,
+    "program_terms": ProgramTerms,
+    "program_affiliates": ProgramAffiliate,
+    "links": Link,
+    "clicks": Click,
+    "customers": Customer,
+    "referrals": Referral,
+    "payments": Payment,
+    "refunds": Refund,
+    "disputes": Dispute,
+    "commission_entries": CommissionEntry,
+    "events": Event,
+    "webhook_endpoints": WebhookEndpoint,
+    "webhook_deliveries": WebhookDelivery,
+    "payout_details": PayoutDetails,
+    "payout_requests": PayoutRequest,
+    "payout_batches": PayoutBatch,
+    "payout_executions": PayoutExecution,
+    "payout_items": PayoutItem,
+}
+
+#: Repositories whose records may never be replaced (the ledger).
+APPEND_ONLY = frozenset({"commission_entries"})
+
+
+@cache
+def mappers() -> Mapping[str, RowMapper[Any]]:
+    """One checked mapper per repository; raises at start-up if a model and its table disagree."""
+    return {name: RowMapper(model, metadata.tables[name]) for name, model in MODELS.items()}
+
+
+class SqlUnitOfWork:
+    """Implements :class:`refcore.ports.UnitOfWork` on one SQLAlchemy connection."""
+
+    users: SqlRepository[User]
+    sessions: SqlRepository[Session]
+    organizations: SqlRepository[Organization]
+    memberships: SqlRepository[Membership]
+    apps: SqlRepository[App]
+    api_keys: SqlRepository[ApiKey]
+    programs: SqlRepository[Program]
+    program_terms: SqlRepository[ProgramTerms]
+    program_affiliates: SqlRepository[ProgramAffiliate]
+    links: SqlRepository[Link]
+    clicks: SqlRepository[Click]
+    customers: SqlRepository[Customer]
+    referrals: SqlRepository[Referral]
+    payments: SqlRepository[Payment]
+    refunds: SqlRepository[Refund]
+    disputes: SqlRepository[Dispute]
+    commission_entries: SqlRepository[CommissionEntry]
+    events: SqlRepository[Event]
+    webhook_endpoints: SqlRepository[WebhookEndpoint]
+    webhook_deliveries: SqlRepository[WebhookDelivery]
+    payout_details: SqlRepository[PayoutDetails]
+    payout_requests: SqlRepository[PayoutRequest]
+    payout_batches: SqlRepository[PayoutBatch]
+    payout_executions: SqlRepository[PayoutExecution]
+    payout_items: SqlRepository[PayoutItem]
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._connection: Connection | None = None
+
+    def __enter__(self) -> Self:
+        with database_errors():
+            connection = self._engine.connect()
+            try:
+                connection.begin()
+            except BaseException:
+                connection.close()
+                raise
+        self._connection = connection
+        for name, mapper in mappers().items():
+            setattr(self, name, SqlRepository(connection, mapper, append_only=name in APPEND_ONLY))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        try:
+            with database_errors():
+                connection.close()  # rolls back whatever was not committed
+        except InternalError:
+            if exc is None:
+                raise
+
+    def _require_connection(self) -> Connection:
+        if self._connection is None:
+            raise RuntimeError("the unit of work is not open")
+        return self._connection
+
+    def commit(self) -> None:
+        """Make every write durable and visible at once. Later writes start a new transaction."""
+        connection = self._require_connection()
+        with database_errors():
+            connection.commit()
+
+    def rollback(self) -> None:
+        connection = self._require_connection()
+        with database_errors():
+            connection.rollback()
