@@ -13,8 +13,9 @@
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import cattrs
 from attrs import frozen, has
@@ -30,9 +31,12 @@ MAX_BODY_BYTES = 1024 * 1024
 
 
 class _Mistyped(TypeError):
-    def __init__(self, expected: str) -> None:
+    """A value of the wrong type; ``at`` names a field inside it (``commission`` -> ``.type``)."""
+
+    def __init__(self, expected: str, *, at: str | None = None) -> None:
         super().__init__(expected)
         self.expected = expected
+        self.at = at
 
 
 def _strict_int(value: object, _: type) -> int:
@@ -78,12 +82,46 @@ def _attrs_hook_factory(cls: type) -> Any:
     return hook
 
 
+def _tags(cls: Any) -> tuple[object, ...]:
+    """The values of the ``type: Literal[...]`` field of an attrs class, or ``()``."""
+    if not has(cls):
+        return ()
+    hint = get_type_hints(cls).get("type")
+    return get_args(hint) if get_origin(hint) is Literal else ()
+
+
+def _is_tagged_union(tp: Any) -> bool:
+    """``A | B`` (or ``A | B | None``) of attrs classes told apart by their ``type`` field."""
+    args = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else ()
+    options = [a for a in args if a is not type(None)]
+    return len(options) > 1 and all(_tags(option) for option in options)
+
+
+def _tagged_union_hook_factory(tp: Any) -> Any:
+    by_tag = {tag: option for option in get_args(tp) for tag in _tags(option)}
+    expected = "one of " + ", ".join(json.dumps(t) for t in by_tag)
+    nullable = type(None) in get_args(tp)
+
+    def hook(value: object, _: type) -> object:
+        if value is None and nullable:
+            return None
+        if not isinstance(value, Mapping):
+            raise _Mistyped("an object")
+        option = by_tag.get(value.get("type")) if isinstance(value.get("type"), str) else None
+        if option is None:
+            raise _Mistyped(expected, at="type")
+        return converter.structure(value, option)
+
+    return hook
+
+
 converter = cattrs.Converter(forbid_extra_keys=True)
 converter.register_structure_hook(int, _strict_int)
 converter.register_structure_hook(str, _strict_str)
 converter.register_structure_hook(bool, _strict_bool)
 converter.register_structure_hook_func(_is_literal, _strict_literal)
 converter.register_structure_hook_factory(has, _attrs_hook_factory)
+converter.register_structure_hook_factory(_is_tagged_union, _tagged_union_hook_factory)
 
 
 @frozen
@@ -159,6 +197,7 @@ def _validation_error(exc: ClassValidationError, *, prefix: str) -> ValidationEr
         if isinstance(inner, KeyError):
             return ValidationError(f"{name} is required", param=name)
         if isinstance(inner, _Mistyped):
+            name = f"{name}.{inner.at}" if inner.at else name
             return ValidationError(f"{name} must be {inner.expected}", param=name)
         return ValidationError(f"{name} is invalid", param=name)
     return ValidationError("The request body is invalid")

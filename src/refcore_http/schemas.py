@@ -308,7 +308,7 @@ def _type_schema(tp: Any, definitions: dict[str, JsonObject]) -> JsonObject:
         values = list(get_args(tp))
         return {"enum": values} if len(values) > 1 else {"const": values[0]}
     if tp is str:
-        return dict(STRING)
+        return {"type": "string", "minLength": 1}
     if tp is bool:
         return dict(BOOLEAN)
     if tp is int:

@@ -1,0 +1,297 @@
+"""Another tenant's resources answer 404 as if they did not exist; the other mode's IDs 409.
+
+Every endpoint with an ID in its path is tried, from the endpoint table itself, with another
+organization's session and another App's keys (each that the endpoint accepts). A new endpoint
+with a path parameter fails :func:`test_every_endpoint_with_an_id_is_covered` until it is added
+to :func:`_targets`, so no endpoint can skip this check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from refcore.services.principal import PrincipalKind
+from refcore.services.runtime import Runtime
+from refcore_http.app import all_endpoints
+from refcore_http.endpoints import Endpoint
+from tests.http.world import Activity, Client, Tenant, expect, new_activity, new_tenant
+
+
+@dataclass
+class World:
+    a: Tenant
+    b: Tenant
+    live: Activity
+    test: Activity
+    key_id: str
+    terms_id: str
+
+
+@pytest.fixture
+def world(client: Client, runtime: Runtime) -> World:
+    a = new_tenant(client, runtime, "alpha")
+    b = new_tenant(client, runtime, "beta")
+    live = new_activity(client, a, a.live_key, "live")
+    test = new_activity(client, a, a.test_key, "test")
+    keys = expect(client.get("/v1/api-keys", a.session, app_id=a.app_id), 200)["data"]
+    terms = expect(client.post(f"/v1/programs/{a.program_id}/terms", a.session, {"text": "Be nice"}), 201)
+    return World(a=a, b=b, live=live, test=test, key_id=keys[0]["id"], terms_id=terms["id"])
+
+
+def _targets(w: World, act: Activity) -> dict[str, dict[str, str]]:
+    """Tenant A's object for every path with an ID, using activity ``act`` (live or test)."""
+    a = w.a
+    program = {"id": a.program_id}
+    affiliate = {"id": a.affiliate_id}
+    return {
+        "/v1/organizations/:id": {"id": a.organization_id},
+        "/v1/api-keys/:id": {"id": w.key_id},
+        "/v1/apps/:id": {"id": a.app_id},
+        "/v1/programs/:id": program,
+        "/v1/programs/:id/terms": program,
+        "/v1/programs/:id/terms/:termsId": {**program, "termsId": w.terms_id},
+        "/v1/programs/:id/pause": program,
+        "/v1/programs/:id/resume": program,
+        "/v1/programs/:id/disable": program,
+        "/v1/program-affiliates/:id": affiliate,
+        "/v1/program-affiliates/:id/approve": affiliate,
+        "/v1/program-affiliates/:id/disable": affiliate,
+        "/v1/program-affiliates/:id/enable": affiliate,
+        "/v1/program-affiliates/:id/links": affiliate,
+        "/v1/program-affiliates/:id/links/:linkId": {**affiliate, "linkId": a.link_id},
+        "/v1/clicks/:id": {"id": act.click_id},
+        "/v1/customers/:id": {"id": act.customer_id},
+        "/v1/referrals/:id": {"id": act.referral_id},
+        "/v1/transactions/:id": {"id": act.payment_txn},
+        "/v1/transactions/refunds/:id": {"id": act.refund_txn},
+        "/v1/transactions/disputes/:id": {"id": act.dispute_dsp},
+        "/v1/commissions/:id": {"id": act.commission_id},
+    }
+
+
+#: A valid payload for the endpoints with an ID that take one.
+_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("PATCH", "/v1/apps/:id"): {"name": "Renamed"},
+    ("PATCH", "/v1/programs/:id"): {"name": "Renamed"},
+    ("POST", "/v1/programs/:id/terms"): {"text": "New terms"},
+    ("POST", "/v1/program-affiliates/:id/links"): {"name": "Promo"},
+    ("PATCH", "/v1/program-affiliates/:id/links/:linkId"): {"name": "Renamed"},
+}
+
+_ACTIVITY_PATHS = frozenset(
+    {
+        "/v1/clicks/:id",
+        "/v1/customers/:id",
+        "/v1/referrals/:id",
+        "/v1/transactions/:id",
+        "/v1/transactions/refunds/:id",
+        "/v1/transactions/disputes/:id",
+        "/v1/commissions/:id",
+    }
+)
+
+
+def _with_ids() -> list[Endpoint]:
+    return [e for e in all_endpoints() if e.path_params]
+
+
+def _url(endpoint: Endpoint, params: dict[str, str]) -> str:
+    path = endpoint.path
+    for name in endpoint.path_params:
+        path = path.replace(f":{name}", params[name])
+    return path
+
+
+def _other_tenant_credentials(endpoint: Endpoint, b: Tenant) -> list[str]:
+    kinds = endpoint.access.kinds
+    credentials = [b.session] if PrincipalKind.SESSION in kinds else []
+    if PrincipalKind.APP_KEY in kinds:
+        credentials += [b.live_key, b.test_key]
+    return credentials
+
+
+def test_every_endpoint_with_an_id_is_covered(world: World) -> None:
+    missing = [e.path for e in _with_ids() if e.path not in _targets(world, world.live)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("endpoint", _with_ids(), ids=lambda e: f"{e.method} {e.path}")
+def test_another_tenants_object_is_not_found(client: Client, world: World, endpoint: Endpoint) -> None:
+    url = _url(endpoint, _targets(world, world.live)[endpoint.path])
+    body = _BODIES.get((endpoint.method, endpoint.path))
+    credentials = _other_tenant_credentials(endpoint, world.b)
+    assert credentials, "every endpoint with an ID takes some credential"
+    for token in credentials:
+        response = client.request(endpoint.method, url, token, json=body)
+        error = expect(response, 404)["error"]
+        assert error["code"].endswith("not_found"), error
+    if endpoint.method == "GET":  # the owner sees it: the 404 above is about tenancy, not the ID
+        expect(client.get(url, world.a.session), 200)
+
+
+def test_another_tenants_attempts_changed_nothing(client: Client, world: World) -> None:
+    for endpoint in _with_ids():
+        url = _url(endpoint, _targets(world, world.live)[endpoint.path])
+        for token in _other_tenant_credentials(endpoint, world.b):
+            client.request(endpoint.method, url, token, json=_BODIES.get((endpoint.method, endpoint.path)))
+    a = world.a
+    assert expect(client.get(f"/v1/programs/{a.program_id}", a.session), 200)["status"] == "active"
+    assert expect(client.get(f"/v1/programs/{a.program_id}", a.session), 200)["name"] == "alpha partners"
+    assert (
+        expect(client.get(f"/v1/program-affiliates/{a.affiliate_id}", a.session), 200)["status"] == "active"
+    )
+    link = expect(client.get(f"/v1/program-affiliates/{a.affiliate_id}/links/{a.link_id}", a.session), 200)
+    assert link["name"] is None
+    assert expect(client.get(f"/v1/api-keys/{world.key_id}", a.session), 200)["revoked_at"] is None
+    assert expect(client.get(f"/v1/apps/{a.app_id}", a.session), 200)["name"] == "alpha"
+    terms = expect(client.get(f"/v1/programs/{a.program_id}/terms", a.session), 200)
+    assert [t["text"] for t in terms["history"]] == ["Be nice"]
+
+
+def test_ids_sent_in_bodies_and_queries_of_another_tenant_are_not_found(client: Client, world: World) -> None:
+    a, b, act = world.a, world.b, world.live
+    session_cases: list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None]] = [
+        ("POST", "/v1/apps", {"organization_id": a.organization_id, "name": "x"}, None),
+        ("POST", "/v1/api-keys", {"app_id": a.app_id, "kind": "app", "mode": "live"}, None),
+        ("GET", "/v1/api-keys", None, {"app_id": a.app_id}),
+        ("GET", "/v1/apps", None, {"organization_id": a.organization_id}),
+    ]
+    developer_cases: list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None]] = [
+        (
+            "POST",
+            "/v1/programs",
+            {
+                "app_id": a.app_id,
+                "name": "x",
+                "slug": "stolen",
+                "currency": "usd",
+                "commission": {"type": "fixed", "amount": 1},
+            },
+            None,
+        ),
+        ("GET", "/v1/programs", None, {"app_id": a.app_id}),
+        ("GET", "/v1/program-affiliates", None, {"program_id": a.program_id}),
+        (
+            "POST",
+            "/v1/program-affiliates",
+            {"program_id": a.program_id, "email": "e@x.io", "name": "E"},
+            None,
+        ),
+    ]
+    for path in (
+        "/v1/clicks",
+        "/v1/customers",
+        "/v1/referrals",
+        "/v1/transactions",
+        "/v1/transactions/refunds",
+        "/v1/transactions/disputes",
+        "/v1/commissions",
+    ):
+        developer_cases.append(("GET", path, None, {"app_id": a.app_id}))
+    filters = {
+        "/v1/clicks": {
+            "program_id": a.program_id,
+            "program_affiliate_id": a.affiliate_id,
+            "link_id": a.link_id,
+        },
+        "/v1/referrals": {
+            "customer_id": act.customer_id,
+            "click_id": act.click_id,
+            "program_id": a.program_id,
+        },
+        "/v1/transactions": {"customer_id": act.customer_id, "program_affiliate_id": a.affiliate_id},
+        "/v1/transactions/refunds": {"transaction_id": act.payment_txn},
+        "/v1/transactions/disputes": {"transaction_id": act.payment_txn},
+        "/v1/commissions": {"transaction_id": act.payment_txn, "program_affiliate_id": a.affiliate_id},
+    }
+    key_only_cases = [
+        ("GET", path, None, {name: value}) for path, named in filters.items() for name, value in named.items()
+    ]
+    key_only_cases += [
+        ("POST", "/v1/capture", {"via": a.link_code}, None),
+        ("POST", "/v1/identify", {"click_id": act.click_id, "external_customer_id": "thief"}, None),
+        (
+            "POST",
+            "/v1/transactions",
+            {
+                "payment_id": "p",
+                "customer_id": act.customer_id,
+                "program_id": a.program_id,
+                "amount": 1,
+                "currency": "usd",
+            },
+            None,
+        ),
+        (
+            "POST",
+            "/v1/transactions/refunds",
+            {"refund_id": "r", "payment_id": act.payment_id, "amount": 1},
+            None,
+        ),
+        (
+            "POST",
+            "/v1/transactions/disputes",
+            {"dispute_id": "d", "payment_id": act.payment_id, "status": "opened", "amount": 1},
+            None,
+        ),
+    ]
+    attempts = [(b.session, case) for case in session_cases + developer_cases]
+    attempts += [(b.live_key, case) for case in developer_cases + key_only_cases]
+    for token, (method, path, body, params) in attempts:
+        response = client.request(method, path, token, json=body, params=params)
+        assert response.status_code == 404, (method, path, body, params, response.text)
+        assert response.json()["error"]["code"].endswith("not_found")
+
+
+def test_lists_show_only_the_callers_own_tenant(client: Client, world: World) -> None:
+    b = world.b
+    orgs = expect(client.get("/v1/organizations", b.session), 200)["data"]
+    assert [o["id"] for o in orgs] == [b.organization_id]
+    assert [x["id"] for x in expect(client.get("/v1/apps", b.live_key), 200)["data"]] == [b.app_id]
+    for path in ("/v1/clicks", "/v1/customers", "/v1/transactions", "/v1/commissions"):
+        assert expect(client.get(path, b.live_key), 200)["data"] == []
+
+
+@pytest.mark.parametrize("path", sorted(_ACTIVITY_PATHS))
+def test_an_activity_id_of_the_other_mode_is_a_mode_mismatch(client: Client, world: World, path: str) -> None:
+    endpoint = next(e for e in all_endpoints() if e.path == path and e.method == "GET")
+    live_url = _url(endpoint, _targets(world, world.live)[path])
+    test_url = _url(endpoint, _targets(world, world.test)[path])
+    expect(client.get(live_url, world.a.test_key), 409, "mode_mismatch")
+    expect(client.get(test_url, world.a.live_key), 409, "mode_mismatch")
+    expect(client.get(live_url, world.a.live_key), 200)
+    # A session holds no mode: it reads either, by ID.
+    assert expect(client.get(test_url, world.a.session), 200)["livemode"] is False
+
+
+def test_ids_of_the_other_mode_in_bodies_and_filters_are_mode_mismatches(
+    client: Client, world: World
+) -> None:
+    a, live = world.a, world.live
+    cases: list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None]] = [
+        ("POST", "/v1/identify", {"click_id": live.click_id, "external_customer_id": "x"}, None),
+        (
+            "POST",
+            "/v1/transactions",
+            {
+                "payment_id": "p",
+                "customer_id": live.customer_id,
+                "program_id": a.program_id,
+                "amount": 1,
+                "currency": "usd",
+            },
+            None,
+        ),
+        ("GET", "/v1/referrals", None, {"customer_id": live.customer_id}),
+        ("GET", "/v1/commissions", None, {"transaction_id": live.payment_txn}),
+        ("GET", "/v1/clicks", None, {"environment": "live"}),
+    ]
+    for method, path, body, params in cases:
+        response = client.request(method, path, a.test_key, json=body, params=params)
+        expect(response, 409, "mode_mismatch")
+    # Caller-chosen IDs are looked up in the key's mode only (decisions 11).
+    refund = {"refund_id": "r-x", "payment_id": live.payment_id, "amount": 1}
+    expect(client.post("/v1/transactions/refunds", a.test_key, refund), 404, "payment_not_found")
