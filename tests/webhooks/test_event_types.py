@@ -8,7 +8,7 @@ from refcore_http.webhooks.dispatcher import WebhookDispatcher
 from tests.contract.scenario import World
 from tests.webhooks.conftest import run
 from tests.webhooks.receiver import Receiver
-from tests.webhooks.world import PRODUCIBLE_TODAY, configure, deliveries, produce_every_event
+from tests.webhooks.world import EVERY_TYPE, configure, deliveries, produce_every_event
 
 #: ``data.id`` names the resource of the events table (interface 6.1), by ID prefix and ``object``.
 RESOURCE_OF_TYPE = {
@@ -20,6 +20,10 @@ RESOURCE_OF_TYPE = {
     "transaction.refunded": ("txn_", "refund"),
     "commission.created": ("com_", "commission_entry"),
     "commission.reversed": ("com_", "commission_entry"),
+    "commission.paid": ("com_", "commission_entry"),
+    "payout.ready": ("pex_", "payout_execution"),
+    "payout.succeeded": ("pex_", "payout_execution"),
+    "payout.failed": ("pex_", "payout_execution"),
     "webhook.test": ("whep_", "webhook_endpoint"),
 }
 
@@ -36,7 +40,7 @@ def test_every_producible_event_type_arrives_once_with_valid_headers_and_signatu
 
     hits = receiver.hits("/ok")
     assert [(h.payload["type"], h.problems) for h in hits if h.problems] == []
-    assert {h.payload["type"] for h in hits} == {t.value for t in PRODUCIBLE_TODAY}
+    assert {h.payload["type"] for h in hits} == {t.value for t in EVERY_TYPE}
     assert sorted(h.payload["id"] for h in hits) == sorted(e.id for e in due)
     records = deliveries(world)
     assert sorted(r.event_id for r in records) == sorted(e.id for e in due)
@@ -78,7 +82,7 @@ def test_referral_created_carries_the_snapshot_fields_of_the_interface(
     assert data["created_at"].endswith("Z")
 
 
-def test_livemode_is_true_for_affiliate_and_live_activity_false_for_test_activity_and_webhook_test(
+def test_livemode_is_true_for_affiliate_payout_and_live_activity_false_for_test_activity_and_webhook_test(
     world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
 ) -> None:
     receiver.secret = configure(world, box, receiver.url("/ok")).secret
@@ -91,6 +95,7 @@ def test_livemode_is_true_for_affiliate_and_live_activity_false_for_test_activit
     assert ("affiliate.approved", True) in seen
     assert ("affiliate.disabled", True) in seen
     assert ("transaction.created", True) in seen
+    assert {("payout.ready", True), ("payout.succeeded", True), ("payout.failed", True)} <= seen
     assert ("webhook.test", False) in seen
     assert ("webhook.test", True) not in seen
     assert ("referral.created", False) in seen  # the Test-mode customer
@@ -109,8 +114,23 @@ def test_a_reinstatement_entry_is_sent_as_commission_created_with_its_kind(
         for h in receiver.hits("/ok")
         if h.payload["type"].startswith("commission.")
     }
-    assert kinds == {
+    assert {
         (EventType.COMMISSION_CREATED.value, "earned"),
         (EventType.COMMISSION_CREATED.value, "reinstatement"),
         (EventType.COMMISSION_REVERSED.value, "reversal"),
-    }
+    } <= kinds
+    assert (EventType.COMMISSION_CREATED.value, "reversal") not in kinds
+    assert (EventType.COMMISSION_REVERSED.value, "earned") not in kinds
+
+
+def test_the_receivers_check_refuses_a_delivery_signed_with_another_secret(
+    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    configure(world, box, receiver.url("/ok"))
+    receiver.secret = "whsec_not-the-endpoint-secret"
+    world.add_affiliate()
+
+    run(dispatcher.drain())
+
+    [hit] = receiver.hits("/ok")
+    assert hit.problems == ["signature"]

@@ -7,26 +7,14 @@ from typing import Any
 
 from refcore.crypto import SecretBox
 from refcore.models import AffiliateStatus, DisputeStatus, EventType, WebhookDelivery, WebhookEndpoint
-from refcore.services import affiliates
+from refcore.models.payout import PayoutExecutionStatus
+from refcore.services import affiliates, payout_executions, payouts
 from refcore.services import webhooks as webhook_service
 from refcore.services.webhooks import ConfiguredEndpoint
 from tests.contract.scenario import World, unique
 
-#: Every type of interface 6.1 the code can produce today, plus ``webhook.test``
-#: (``commission.paid`` and ``payout.*`` come with payouts).
-PRODUCIBLE_TODAY = frozenset(
-    {
-        EventType.AFFILIATE_CREATED,
-        EventType.AFFILIATE_APPROVED,
-        EventType.AFFILIATE_DISABLED,
-        EventType.REFERRAL_CREATED,
-        EventType.TRANSACTION_CREATED,
-        EventType.TRANSACTION_REFUNDED,
-        EventType.COMMISSION_CREATED,
-        EventType.COMMISSION_REVERSED,
-        EventType.WEBHOOK_TEST,
-    }
-)
+#: Every type of interface 6.1, plus ``webhook.test``.
+EVERY_TYPE = frozenset(EventType)
 
 
 def configure(world: World, box: SecretBox, url: str, **settings: Any) -> ConfiguredEndpoint:
@@ -39,7 +27,10 @@ def configure(world: World, box: SecretBox, url: str, **settings: Any) -> Config
 
 
 def produce_every_event(world: World) -> None:
-    """Drive the services so that each type of :data:`PRODUCIBLE_TODAY` is emitted at least once."""
+    """Drive the services so that each type of :data:`EVERY_TYPE` is emitted at least once.
+
+    Needs a program with ``hold_days=0`` so that commission is payable at once.
+    """
     world.add_affiliate()  # affiliate.created
     pending = world.add_affiliate(status=AffiliateStatus.PENDING)  # affiliate.created
     affiliates.approve(world.rt, world.session, pending.id)  # affiliate.approved
@@ -51,6 +42,20 @@ def produce_every_event(world: World) -> None:
     dispute_id = unique("dp_")
     world.dispute(dispute_id, disputed.payment_id, DisputeStatus.LOST, 5_000)  # commission.reversed
     world.dispute(dispute_id, disputed.payment_id, DisputeStatus.FUNDS_REINSTATED, 5_000)  # reinstatement
+    other = world.add_affiliate()
+    world.pay(world.referred_customer(link=world.add_link(other)), 4_000)
+    batch = payouts.prepare_batch(world.rt, world.session, world.program.id)
+    view = payouts.dispatch_batch(world.rt, world.session, batch.id)  # payout.ready, one per affiliate
+    succeeded, failed, *_ = view.executions
+    for execution, outcome in ((succeeded, "succeeded"), (failed, "failed")):
+        # payout.succeeded with commission.paid per entry; payout.failed
+        payout_executions.report_outcome(
+            world.rt,
+            world.key(),
+            execution.id,
+            PayoutExecutionStatus(outcome),
+            idempotency_key=unique("idem-"),
+        )
     webhook_service.send_test_event(world.rt, world.session, world.app.id)  # webhook.test
 
 
