@@ -1,0 +1,100 @@
+"""Public browser capture: no key, CORS, and visitor metadata only from the request (decisions 3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from refcore.services.runtime import Runtime
+from refcore_http.app import create_app
+from refcore_http.settings import Settings, parse_networks
+from refcore_http.visitors import client_ip
+from tests.http.world import Client, Tenant, expect, new_tenant
+
+
+@pytest.fixture
+def tenant(client: Client, runtime: Runtime) -> Tenant:
+    return new_tenant(client, runtime, "acme")
+
+
+def _clicks(runtime: Runtime) -> list[object]:
+    return runtime.read(lambda tx: tx.uow.clicks.find_all({}))
+
+
+@pytest.mark.parametrize("field", ["visitor_ip", "visitor_user_agent"])
+def test_public_capture_refuses_visitor_fields_in_the_body(
+    client: Client, runtime: Runtime, tenant: Tenant, field: str
+) -> None:
+    for value in ("198.51.100.1", None):
+        response = client.post("/v1/capture", json={"via": tenant.link_code, field: value})
+        assert expect(response, 400, "field_not_allowed")["error"]["param"] == field
+    assert _clicks(runtime) == []
+
+
+def test_public_capture_answers_the_browser_preflight(client: Client) -> None:
+    response = client.request(
+        "OPTIONS",
+        "/v1/capture",
+        headers={"Origin": "https://shop.example", "Access-Control-Request-Method": "POST"},
+    )
+    assert response.status_code == 204 and response.content == b""
+    assert response.headers["access-control-allow-origin"] == "*"
+    assert "POST" in response.headers["access-control-allow-methods"]
+    assert "content-type" in response.headers["access-control-allow-headers"].lower()
+
+
+def test_public_capture_responses_allow_any_origin_even_errors(client: Client, tenant: Tenant) -> None:
+    headers = {"Origin": "https://shop.example"}
+    ok = client.post("/v1/capture", json={"via": tenant.link_code}, headers=headers)
+    assert expect(ok, 201)["livemode"] is True
+    assert ok.headers["access-control-allow-origin"] == "*"
+    missing = client.post("/v1/capture", json={"via": "no-such-link"}, headers=headers)
+    expect(missing, 404, "link_not_found")
+    assert missing.headers["access-control-allow-origin"] == "*"
+    # Only capture is open to browsers.
+    assert "access-control-allow-origin" not in client.get("/v1").headers
+
+
+def test_forwarded_headers_from_an_untrusted_peer_are_ignored(
+    client: Client, runtime: Runtime, tenant: Tenant
+) -> None:
+    headers = {"X-Forwarded-For": "198.51.100.9", "User-Agent": "Spoofer/1"}
+    expect(client.post("/v1/capture", json={"via": tenant.link_code}, headers=headers), 201)
+    (click,) = _clicks(runtime)
+    assert (click.visitor_ip, click.visitor_user_agent) == ("203.0.113.7", "Spoofer/1")  # type: ignore[attr-defined]
+
+
+def test_a_trusted_proxy_names_the_visitor(runtime: Runtime, settings: Settings) -> None:
+    behind_proxy = Client(create_app(runtime, settings), client_address=("10.0.0.5", 40000))
+    tenant = new_tenant(behind_proxy, runtime, "acme")
+    headers = {"X-Forwarded-For": "192.0.2.1, 198.51.100.9, 10.0.0.6"}
+    expect(behind_proxy.post("/v1/capture", json={"via": tenant.link_code}, headers=headers), 201)
+    (click,) = _clicks(runtime)
+    assert click.visitor_ip == "198.51.100.9"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("peer", "forwarded", "visitor"),
+    [
+        ("10.0.0.5", None, "10.0.0.5"),
+        ("10.0.0.5", "198.51.100.9", "198.51.100.9"),
+        ("10.0.0.5", "198.51.100.9, 10.1.1.1", "198.51.100.9"),
+        ("10.0.0.5", "10.1.1.1, 10.2.2.2", "10.1.1.1"),
+        ("10.0.0.5", "not-an-ip, 10.2.2.2", "10.0.0.5"),
+        ("10.0.0.5", "2001:db8::1", "2001:db8::1"),
+        ("203.0.113.7", "198.51.100.9", "203.0.113.7"),
+    ],
+)
+def test_the_visitor_is_the_first_untrusted_hop_from_the_right(
+    peer: str, forwarded: str | None, visitor: str
+) -> None:
+    assert client_ip(peer, forwarded, parse_networks("10.0.0.0/8", name="test")) == visitor
+
+
+def test_server_capture_takes_visitor_fields_and_the_key_mode(
+    client: Client, runtime: Runtime, tenant: Tenant
+) -> None:
+    body = {"via": tenant.link_code, "visitor_ip": "198.51.100.4", "visitor_user_agent": "Agent/1"}
+    click = expect(client.post("/v1/capture", tenant.test_key, body), 201)
+    assert click["livemode"] is False
+    (stored,) = _clicks(runtime)
+    assert (stored.visitor_ip, stored.visitor_user_agent) == ("198.51.100.4", "Agent/1")  # type: ignore[attr-defined]

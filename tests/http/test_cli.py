@@ -1,0 +1,165 @@
+"""The ``refcore`` command: help, session, migrate, serve, and settings from flags or environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from refcore.services.principal import PrincipalKind
+from refcore.services.tenancy import authenticate
+from refcore_http import cli
+from refcore_http.app import create_app
+from refcore_http.settings import Settings, SettingsError
+from refcore_http.store import open_store
+from tests.http.world import Client, expect
+
+_REFCORE = Path(sys.executable).with_name("refcore")
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["session"], ["migrate"]])
+def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*command, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: refcore")
+    if not command:
+        assert all(name in out for name in ("serve", "session", "migrate"))
+    if command == ["serve"]:
+        assert all(flag in out for flag in ("--host", "--port", "--database-url", "--no-migrate"))
+
+
+def test_no_command_prints_usage_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    assert "usage: refcore" in capsys.readouterr().err
+
+
+def test_session_prints_one_token_that_the_server_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'refcore.db'}"
+    assert cli.main(["session", "--email", "Dev@Example.com", "--database-url", url]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sess_") and out.endswith("\n")
+    store = open_store(url)
+    try:
+        assert authenticate(store.runtime, lines[0]).kind is PrincipalKind.SESSION
+        client = Client(create_app(store.runtime, Settings(database_url=url)))
+        expect(client.post("/v1/organizations", lines[0], {"name": "Acme"}), 201)
+    finally:
+        store.dispose()
+
+
+def test_session_reads_the_database_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.setenv("REFCORE_DATABASE_URL", url)
+    assert cli.main(["session", "--email", "dev@example.com"]) == 0
+    token = capsys.readouterr().out.strip()
+    store = open_store(url)
+    try:
+        assert authenticate(store.runtime, token).kind is PrincipalKind.SESSION
+    finally:
+        store.dispose()
+
+
+def test_session_refuses_the_memory_store_and_bad_emails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["session", "--email", "dev@example.com", "--database-url", "memory://"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "memory://" in captured.err
+    url = f"sqlite:///{tmp_path / 'refcore.db'}"
+    assert cli.main(["session", "--email", "not-an-email", "--database-url", url]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "e-mail" in captured.err
+
+
+def test_migrate_is_idempotent_and_bad_urls_fail_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'refcore.db'}"
+    assert cli.main(["migrate", "--database-url", url]) == 0
+    assert cli.main(["migrate", "--database-url", url]) == 0
+    assert cli.main(["migrate", "--database-url", "mysql://root:pw@db/x"]) == 2
+    err = capsys.readouterr().err
+    assert "unsupported database" in err and "pw" not in err
+
+
+def test_serve_runs_uvicorn_with_its_settings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[tuple[Any, dict[str, Any]]] = []
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
+    monkeypatch.setenv("REFCORE_PORT", "9001")
+    argv = ["serve", "--database-url", "memory://", "--host", "0.0.0.0", "--print-session", "dev@example.com"]
+    assert cli.main(argv) == 0
+    ((app, options),) = calls
+    assert (options["host"], options["port"], options["proxy_headers"]) == ("0.0.0.0", 9001, False)
+    token = capsys.readouterr().out.strip()
+    client = Client(app)
+    expect(client.post("/v1/organizations", token, {"name": "Acme"}), 201)
+
+
+def test_serve_stops_on_a_bad_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("REFCORE_PORT", "eighty")
+    assert cli.main(["serve", "--database-url", "memory://"]) == 2
+    assert "REFCORE_PORT" in capsys.readouterr().err
+
+
+def test_settings_come_from_the_environment_and_flags_win() -> None:
+    env = {
+        "REFCORE_DATABASE_URL": "sqlite:///x.db",
+        "REFCORE_HOST": "0.0.0.0",
+        "REFCORE_PORT": "9000",
+        "REFCORE_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.1",
+        "REFCORE_SECRET_KEY": "k" * 32,
+        "REFCORE_MIGRATE_ON_START": "false",
+    }
+    settings = Settings.from_env(env, port=8100, database_url=None)
+    assert (settings.database_url, settings.host, settings.port) == ("sqlite:///x.db", "0.0.0.0", 8100)
+    assert [str(n) for n in settings.trusted_proxies] == ["10.0.0.0/8", "192.168.1.1/32"]
+    assert settings.migrate_on_start is False
+    assert "k" * 32 not in repr(settings)
+    assert Settings.from_env({}).database_url == "sqlite:///./refcore.db"
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        ({"REFCORE_SECRET_KEY": "too-short"}, "REFCORE_SECRET_KEY"),
+        ({"REFCORE_TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}, "REFCORE_TRUSTED_PROXIES"),
+        ({"REFCORE_PORT": "70000"}, "REFCORE_PORT"),
+        ({"REFCORE_MIGRATE_ON_START": "maybe"}, "REFCORE_MIGRATE_ON_START"),
+    ],
+)
+def test_a_bad_setting_names_its_variable(env: dict[str, str], variable: str) -> None:
+    with pytest.raises(SettingsError, match=variable) as error:
+        Settings.from_env(env)
+    assert "too-short" not in str(error.value)
+
+
+@pytest.mark.skipif(not _REFCORE.exists(), reason="the refcore script is not installed in this environment")
+def test_the_installed_script_mints_a_session(tmp_path: Path) -> None:
+    env = {**os.environ, "REFCORE_DATABASE_URL": f"sqlite:///{tmp_path / 'refcore.db'}"}
+    result = subprocess.run(
+        [str(_REFCORE), "session", "--email", "dev@example.com"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1 and result.stdout.startswith("sess_")
