@@ -26,14 +26,22 @@ import sqlite3
 from typing import Any
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 10.0
 
 
 def normalise_url(database_url: str) -> URL:
-    """The URL with its driver made explicit: psycopg 3 for PostgreSQL, pysqlite for SQLite."""
-    url = make_url(database_url)
+    """The URL with its driver made explicit: psycopg 3 for PostgreSQL, pysqlite for SQLite.
+
+    Raises ``ValueError`` (whose message never contains the URL, which may hold a password) for
+    a malformed or unsupported URL.
+    """
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        raise ValueError("the database URL is malformed: expected sqlite:///path or postgresql://…") from None
     backend = url.get_backend_name()
     if backend in ("postgresql", "postgres"):
         return url.set(drivername="postgresql+psycopg")
@@ -61,6 +69,16 @@ def _begin_immediate(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _end_leftover_transaction(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    """A connection goes back to the pool without a transaction (and so without the write lock).
+
+    SQLAlchemy skips its rollback-on-return when it believes the transaction already ended, but
+    SQLite keeps a transaction open after a refused COMMIT; this makes sure it ends.
+    """
+    if isinstance(dbapi_connection, sqlite3.Connection) and dbapi_connection.in_transaction:
+        dbapi_connection.rollback()
+
+
 def create_store_engine(url: URL, *, pool_size: int = 10, max_overflow: int = 20) -> Engine:
     """An engine for a normalised URL (see :func:`normalise_url`)."""
     if url.get_backend_name() == "sqlite":
@@ -73,6 +91,7 @@ def create_store_engine(url: URL, *, pool_size: int = 10, max_overflow: int = 20
         )
         event.listen(engine, "connect", _configure_sqlite_connection)
         event.listen(engine, "begin", _begin_immediate)
+        event.listen(engine.pool, "checkin", _end_leftover_transaction)
         return engine
     return create_engine(
         url,

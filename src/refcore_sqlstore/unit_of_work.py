@@ -162,7 +162,14 @@ class SqlUnitOfWork:
         """Make every write durable and visible at once. Later writes start a new transaction."""
         connection = self._require_connection()
         with database_errors():
-            connection.commit()
+            try:
+                connection.commit()
+            except BaseException:
+                # A refused COMMIT (a deferred foreign key on SQLite) can leave the database's
+                # transaction open while SQLAlchemy considers it finished and would return the
+                # connection to the pool as is. Discard that connection instead.
+                connection.invalidate()
+                raise
 
     def rollback(self) -> None:
         connection = self._require_connection()

@@ -1,0 +1,39 @@
+"""Reaching past the repositories, for tests that must show what the database itself enforces."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from sqlalchemy import Engine
+
+from refcore_sqlstore import SqlStore
+from tests.stores import psycopg_connect
+
+
+def engine_of(store: SqlStore) -> Engine:
+    """The store's own engine (private on purpose: nothing outside tests should need it)."""
+    engine: Engine = store._engine
+    return engine
+
+
+def scalar(store: SqlStore, statement: str, *params: Any) -> Any:
+    """Run one read on a plain driver connection of its own, outside any unit of work (on SQLite,
+    the store's connections would queue behind a unit of work's write lock). ``?`` placeholders."""
+    url = engine_of(store).url
+    if url.get_backend_name() == "sqlite":
+        assert url.database is not None
+        connection = sqlite3.connect(url.database)
+        try:
+            return connection.execute(statement, params).fetchone()[0]
+        finally:
+            connection.close()
+    with psycopg_connect(url.render_as_string(hide_password=False)) as pg:
+        row = pg.execute(statement.replace("?", "%s"), params).fetchone()  # type: ignore[arg-type]
+        assert row is not None
+        return row[0]
+
+
+def count(store: SqlStore, table: str, **where: Any) -> int:
+    condition = " AND ".join(f"{column} = ?" for column in where) or "1 = 1"
+    return int(scalar(store, f"SELECT count(*) FROM {table} WHERE {condition}", *where.values()))

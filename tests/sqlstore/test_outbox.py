@@ -1,0 +1,84 @@
+"""The SQL outbox: every committed event is claimed once, also by racing dispatchers."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import timedelta
+
+from refcore.clocks import ManualClock
+from refcore.models import Event, EventType
+from refcore.services.runtime import Tx
+from refcore_sqlstore import SqlStore
+from tests.contract.scenario import build_world
+
+LEASE = 60.0
+
+
+def _emit_events(store: SqlStore, clock: ManualClock, number: int) -> list[str]:
+    rt = store.runtime(clock=clock)
+    world = build_world(rt, clock)
+    before = {e.id for e in world.events()}
+
+    def emit(tx: Tx) -> Event:
+        return tx.emit(EventType.WEBHOOK_TEST, app_id=world.app.id, livemode=False, data={"id": "t"})
+
+    emitted = [rt.transaction(emit).id for _ in range(number)]
+    assert not before & set(emitted)
+    return sorted(before) + emitted
+
+
+def test_claims_oldest_first_and_marks_the_claim(sql_store: SqlStore) -> None:
+    clock = ManualClock()
+    ids = _emit_events(sql_store, clock, 3)
+    claimed = sql_store.outbox.claim(now=clock.now(), limit=2, lease_seconds=LEASE)
+    assert [e.id for e in claimed] == sorted(ids)[:2]
+    assert all(e.claimed_at == clock.now() for e in claimed)
+    rest = sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
+    assert [e.id for e in rest] == sorted(ids)[2:]
+    assert sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE) == []
+
+
+def test_an_unfinished_claim_is_taken_again_after_the_lease_a_delivered_event_never(
+    sql_store: SqlStore,
+) -> None:
+    clock = ManualClock()
+    ids = _emit_events(sql_store, clock, 2)
+    first = sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
+    assert [e.id for e in first] == sorted(ids)
+    sql_store.outbox.mark_delivered(first[0].id, now=clock.now())
+    clock.advance(timedelta(seconds=LEASE - 1))
+    assert sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE) == []
+    clock.advance(timedelta(seconds=1))
+    again = sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
+    assert [e.id for e in again] == sorted(ids)[1:]
+
+
+def test_racing_dispatchers_claim_each_event_exactly_once(sql_store: SqlStore) -> None:
+    clock = ManualClock()
+    ids = _emit_events(sql_store, clock, 60)
+    claims: Counter[str] = Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def dispatcher() -> None:
+        try:
+            for _ in range(200):  # bounded: 60-odd events in batches of 3
+                batch = sql_store.outbox.claim(now=clock.now(), limit=3, lease_seconds=LEASE)
+                if not batch:
+                    return
+                with lock:
+                    claims.update(e.id for e in batch)
+                for event in batch:
+                    sql_store.outbox.mark_delivered(event.id, now=clock.now())
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=dispatcher) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(claims) == sorted(ids)
+    assert set(claims.values()) == {1}
