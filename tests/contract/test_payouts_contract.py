@@ -1,0 +1,64 @@
+"""Payout rules on every store (memory, SQLite, PostgreSQL): unique keys and row locks.
+
+"Paid at most once" is a unique key on ``payout_items.active_entry_id`` and "one payout in
+flight per affiliate" one on ``payout_executions.live_program_affiliate_id``; reports lock the
+execution row. These tests check that each store enforces them, including under real
+concurrency (threads, each with its own connection) on the SQL stores.
+"""
+
+from __future__ import annotations
+
+import pytest
+from attrs import evolve
+
+from refcore.clocks import ManualClock
+from refcore.errors import ConcurrentWrite
+from refcore.models import EventType
+from refcore.models.payout import PayoutExecutionStatus
+from refcore.rules.entry_status import Balance
+from refcore.services.runtime import Runtime, Tx
+from tests.payouts.races import race_mark_paid_report_and_batch
+from tests.payouts.world import build_payout_world
+
+
+def test_the_full_payout_cycle_holds_on_every_store(runtime: Runtime, clock: ManualClock) -> None:
+    pw = build_payout_world(runtime, clock)
+    pw.earn(10_000)
+    pw.past_hold()
+    batch = pw.prepare()
+    assert pw.balance() == Balance(processing=2000)
+    [execution] = pw.dispatch(batch.id).executions
+    failed = pw.report(execution.id, "failed", "k1")
+    assert failed.execution.status is PayoutExecutionStatus.FAILED
+    assert pw.balance() == Balance(available=2000)
+    [second] = pw.dispatch(pw.prepare().id).executions
+    assert pw.report(second.id, "succeeded", "k2").execution.status is PayoutExecutionStatus.SUCCEEDED
+    assert pw.report(second.id, "succeeded", "k2").replay
+    assert pw.balance() == Balance(paid=2000)
+    assert len(pw.events(EventType.COMMISSION_PAID)) == 1
+    pw.earn(5_000)
+    pw.past_hold()
+    assert pw.mark_paid().amount == 1000
+    assert pw.balance() == Balance(paid=3000)
+
+
+def test_a_store_refuses_a_second_live_item_for_one_entry(runtime: Runtime, clock: ManualClock) -> None:
+    pw = build_payout_world(runtime, clock)
+    pw.earn(10_000)
+    pw.past_hold()
+    pw.prepare()
+
+    def duplicate(tx: Tx) -> None:
+        [item] = tx.uow.payout_items.find_all({})
+        tx.uow.payout_items.add(evolve(item, id=tx.new_id("pit")))
+        tx.uow.commit()
+
+    with pytest.raises(ConcurrentWrite), runtime.unit_of_work() as uow:
+        duplicate(Tx(uow=uow, now=clock.now(), ids=runtime.ids))
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_racing_mark_paid_report_and_batch_pay_each_entry_once(
+    runtime: Runtime, clock: ManualClock, attempt: int
+) -> None:
+    race_mark_paid_report_and_batch(build_payout_world(runtime, clock))
