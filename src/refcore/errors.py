@@ -75,6 +75,12 @@ class InvalidStartingAfter(InvalidInput):
     code = "invalid_starting_after"
 
 
+class InvalidSignupToken(InvalidInput):
+    """A hosted-signup confirmation token that is unknown, expired or already used."""
+
+    code = "invalid_signup_token"
+
+
 # -- 401 / 403 -------------------------------------------------------------------------------
 
 
@@ -178,6 +184,7 @@ CATALOG: dict[str, ErrorKind] = {
     "amount_exceeds_payment": ErrorKind.INVALID_INPUT,
     "currency_mismatch": ErrorKind.INVALID_INPUT,
     "invalid_starting_after": ErrorKind.INVALID_INPUT,
+    "invalid_signup_token": ErrorKind.INVALID_INPUT,
     "unauthenticated": ErrorKind.UNAUTHENTICATED,
     "forbidden": ErrorKind.FORBIDDEN,
     "promotion_code_not_allowed": ErrorKind.FORBIDDEN,
