@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
+from refcore.models import DeliveryStatus, EventType, WebhookDelivery
 from refcore.services.principal import PrincipalKind
-from refcore.services.runtime import Runtime
+from refcore.services.runtime import Runtime, Tx
 from refcore_http.app import all_endpoints
 from refcore_http.endpoints import Endpoint
 from tests.http.world import Activity, Client, Tenant, expect, new_activity, new_tenant
+
+_HOOK = "https://hooks.alpha.example/refcore"
 
 
 @dataclass
@@ -28,6 +31,29 @@ class World:
     test: Activity
     key_id: str
     terms_id: str
+    webhook_delivery_id: str
+
+
+def _webhook_delivery(runtime: Runtime, app_id: str) -> str:
+    """A delivery record of ``app_id`` (deliveries are written by the dispatcher, not by a route)."""
+
+    def work(tx: Tx) -> str:
+        event = tx.emit(EventType.WEBHOOK_TEST, app_id=app_id, livemode=False, data={"id": "whep_x"})
+        delivery = WebhookDelivery(
+            id=tx.new_id("whdl"),
+            app_id=app_id,
+            event_id=event.id,
+            event_type=event.type.value,
+            status=DeliveryStatus.SUCCEEDED,
+            duration_ms=12,
+            created_at=tx.now,
+            url=_HOOK,
+            http_status=200,
+        )
+        tx.uow.webhook_deliveries.add(delivery)
+        return delivery.id
+
+    return runtime.transaction(work)
 
 
 @pytest.fixture
@@ -38,7 +64,16 @@ def world(client: Client, runtime: Runtime) -> World:
     test = new_activity(client, a, a.test_key, "test")
     keys = expect(client.get("/v1/api-keys", a.session, app_id=a.app_id), 200)["data"]
     terms = expect(client.post(f"/v1/programs/{a.program_id}/terms", a.session, {"text": "Be nice"}), 201)
-    return World(a=a, b=b, live=live, test=test, key_id=keys[0]["id"], terms_id=terms["id"])
+    expect(client.request("PUT", f"/v1/apps/{a.app_id}/webhook", a.session, json={"url": _HOOK}), 201)
+    return World(
+        a=a,
+        b=b,
+        live=live,
+        test=test,
+        key_id=keys[0]["id"],
+        terms_id=terms["id"],
+        webhook_delivery_id=_webhook_delivery(runtime, a.app_id),
+    )
 
 
 def _targets(w: World, act: Activity) -> dict[str, dict[str, str]]:
@@ -69,6 +104,14 @@ def _targets(w: World, act: Activity) -> dict[str, dict[str, str]]:
         "/v1/transactions/refunds/:id": {"id": act.refund_txn},
         "/v1/transactions/disputes/:id": {"id": act.dispute_dsp},
         "/v1/commissions/:id": {"id": act.commission_id},
+        "/v1/apps/:appId/webhook": {"appId": a.app_id},
+        "/v1/apps/:appId/webhook/rotate-secret": {"appId": a.app_id},
+        "/v1/apps/:appId/webhook/test": {"appId": a.app_id},
+        "/v1/apps/:appId/webhook/deliveries": {"appId": a.app_id},
+        "/v1/apps/:appId/webhook/deliveries/:deliveryId": {
+            "appId": a.app_id,
+            "deliveryId": w.webhook_delivery_id,
+        },
     }
 
 
@@ -79,6 +122,7 @@ _BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/programs/:id/terms"): {"text": "New terms"},
     ("POST", "/v1/program-affiliates/:id/links"): {"name": "Promo"},
     ("PATCH", "/v1/program-affiliates/:id/links/:linkId"): {"name": "Renamed"},
+    ("PUT", "/v1/apps/:appId/webhook"): {"url": "https://attacker.example/hook"},
 }
 
 _ACTIVITY_PATHS = frozenset(
@@ -149,6 +193,7 @@ def test_another_tenants_attempts_changed_nothing(client: Client, world: World) 
     assert expect(client.get(f"/v1/apps/{a.app_id}", a.session), 200)["name"] == "alpha"
     terms = expect(client.get(f"/v1/programs/{a.program_id}/terms", a.session), 200)
     assert [t["text"] for t in terms["history"]] == ["Be nice"]
+    assert expect(client.get(f"/v1/apps/{a.app_id}/webhook", a.session), 200)["url"] == _HOOK
 
 
 def test_ids_sent_in_bodies_and_queries_of_another_tenant_are_not_found(client: Client, world: World) -> None:
