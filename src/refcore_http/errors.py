@@ -65,7 +65,9 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
         )
     if exc.status_code == 404:
         return error_response(404, "not_found", f"No route for {request.url.path}", headers=headers)
-    return error_response(exc.status_code, "http_error", str(exc.detail), headers=headers)
+    # Starlette raises nothing else on refcore's routes; keep the status, use a catalog code.
+    code = "internal_error" if exc.status_code >= 500 else "validation_error"
+    return error_response(exc.status_code, code, str(exc.detail), headers=headers)
 
 
 async def unhandled_exception_handler(request: Request, exc: Exception) -> Response:
