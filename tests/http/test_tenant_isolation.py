@@ -340,3 +340,14 @@ def test_ids_of_the_other_mode_in_bodies_and_filters_are_mode_mismatches(
     # Caller-chosen IDs are looked up in the key's mode only (decisions 11).
     refund = {"refund_id": "r-x", "payment_id": live.payment_id, "amount": 1}
     expect(client.post("/v1/transactions/refunds", a.test_key, refund), 404, "payment_not_found")
+
+
+def test_a_foreign_id_answers_exactly_like_a_missing_one(client: Client, world: World) -> None:
+    b, act = world.b, world.live
+    missing = "txn_01kdvdna0000000000000000zz"
+    for token in (b.session, b.live_key):
+        answers = [
+            client.get(f"/v1/transactions/{i}", token) for i in (act.payment_txn, act.refund_txn, missing)
+        ]
+        codes = {expect(r, 404)["error"]["code"] for r in answers}
+        assert codes == {"transaction_not_found"}

@@ -134,7 +134,7 @@ def resolve_scope(
     return Scope(app_id=scope_app, mode=mode or Mode.LIVE)
 
 
-def _filter_value(tx: Tx, principal: Principal, scope: Scope, name: str, value: str) -> object:
+def _filter_value(tx: Tx, scope: Scope, name: str, value: str) -> object:
     """The value to match for one filter, after checking that an ID names something in scope."""
     if name == "program_id":
         program = tx.uow.programs.get(value)
@@ -172,7 +172,7 @@ def _where(tx: Tx, principal: Principal, kind: ActivityKind, query: ActivityQuer
     )
     where: dict[str, object] = {"app_id": scope.app_id, "mode": scope.mode}
     for name, value in sorted(query.filters.items()):
-        where[name] = _filter_value(tx, principal, scope, name, value)
+        where[name] = _filter_value(tx, scope, name, value)
     return where
 
 
@@ -283,11 +283,15 @@ def get_transaction(rt: Runtime, principal: Principal, transaction_id: str) -> P
     """A ``txn_`` is a payment or a refund (interface 2.1); either is answered."""
 
     def work(tx: Tx) -> Payment | Refund:
-        if tx.uow.refunds.get(transaction_id) is not None:
-            refund: Refund = find_visible(tx, principal, REFUNDS, transaction_id)
-            return refund
-        payment: Payment = find_visible(tx, principal, PAYMENTS, transaction_id)
-        return payment
+        try:
+            if tx.uow.refunds.get(transaction_id) is not None:
+                refund: Refund = find_visible(tx, principal, REFUNDS, transaction_id)
+                return refund
+            payment: Payment = find_visible(tx, principal, PAYMENTS, transaction_id)
+            return payment
+        except NotFound:
+            # One code whatever the ID names elsewhere, so it tells nothing of other tenants.
+            raise NotFound.of("transaction", transaction_id) from None
 
     return rt.read(work)
 
