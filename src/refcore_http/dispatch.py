@@ -62,6 +62,8 @@ async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> 
 
 
 def _render(reply: Reply) -> Response:
+    if reply.text is not None:
+        return Response(reply.text, status_code=reply.status, media_type=reply.media_type)
     if reply.body is None:
         return Response(status_code=reply.status)
     return JSONResponse(reply.body, status_code=reply.status)
@@ -91,6 +93,7 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
             body=body,
             sent=sent,
             visitor=visitor_of(request, context.settings.trusted_proxies),
+            headers=request.headers,
         )
         response = _render(await run_in_threadpool(endpoint.handler, call))
     except RefcoreError as exc:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from attrs import field, frozen
+from attrs import frozen
 
 from refcore.errors import Unauthenticated
 from refcore.representation import JsonObject
@@ -96,7 +96,10 @@ class Output:
 
     schema: str | None
     statuses: tuple[int, ...] = (200,)
-    list: bool = False
+    #: A list envelope ``{"object": "list", "data": [...], "has_more"}`` of ``schema`` objects.
+    many: bool = False
+    #: A body that is not JSON (the CSV export): its media type; described as a string.
+    media_type: str | None = None
 
 
 def returns(schema: str, *statuses: int) -> Output:
@@ -104,7 +107,7 @@ def returns(schema: str, *statuses: int) -> Output:
 
 
 def returns_list(schema: str) -> Output:
-    return Output(schema=schema, list=True)
+    return Output(schema=schema, many=True)
 
 
 NO_CONTENT = Output(schema=None, statuses=(204,))
@@ -142,6 +145,8 @@ class Call:
     #: Top-level body fields the caller actually sent (PATCH changes only these).
     sent: frozenset[str]
     visitor: Visitor
+    #: The request headers, case-insensitive (``Idempotency-Key`` of payout reports).
+    headers: Mapping[str, str] = field(factory=dict)
 
     @property
     def who(self) -> Principal:
@@ -154,6 +159,9 @@ class Call:
 class Reply:
     body: JsonObject | None
     status: int = 200
+    #: A non-JSON body (e.g. ``text/csv``) sent as is with ``media_type``, instead of ``body``.
+    text: str | None = None
+    media_type: str | None = None
 
 
 def ok(body: JsonObject) -> Reply:
@@ -182,7 +190,7 @@ class Endpoint:
     #: Answer browsers across origins (public capture).
     cors: bool = False
     description: str = ""
-    tags: tuple[str, ...] = field(default=())
+    tags: tuple[str, ...] = ()
 
     @property
     def path_params(self) -> tuple[str, ...]:

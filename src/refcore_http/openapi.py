@@ -78,10 +78,16 @@ def _operation(endpoint: Endpoint, definitions: dict[str, JsonObject]) -> JsonOb
     responses: dict[str, Any] = {}
     output = endpoint.output
     for status in output.statuses:
+        if output.media_type is not None:
+            responses[str(status)] = {
+                "description": _STATUS_TEXT.get(status, "OK"),
+                "content": {output.media_type: {"schema": {"type": "string"}}},
+            }
+            continue
         if output.schema is None:
             responses[str(status)] = {"description": _STATUS_TEXT.get(status, "OK")}
             continue
-        schema = list_of(output.schema) if output.list else ref(output.schema)
+        schema = list_of(output.schema) if output.many else ref(output.schema)
         responses[str(status)] = {
             "description": _STATUS_TEXT.get(status, "OK"),
             "content": {"application/json": {"schema": schema}},
