@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from refcore.errors import Unauthenticated
 from refcore.representation import JsonObject
