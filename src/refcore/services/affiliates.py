@@ -11,7 +11,7 @@ from refcore.services.access import require_program, require_program_affiliate
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import LINK_CODE, optional_text, require_email, require_text
+from refcore.validation import LINK_CODE, optional_text, require_choice, require_email, require_text
 
 
 def emit_affiliate_event(tx: Tx, type: EventType, affiliate: ProgramAffiliate) -> None:
@@ -77,7 +77,7 @@ def list_program_affiliates(
 ) -> Page[ProgramAffiliate]:
     where: dict[str, object] = {"program_id": program_id}
     if status is not None:
-        where["status"] = AffiliateStatus(status)
+        where["status"] = require_choice(status, AffiliateStatus, param="status")
 
     def work(tx: Tx) -> Page[ProgramAffiliate]:
         require_program(tx, principal, program_id)
