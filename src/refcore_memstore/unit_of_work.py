@@ -27,6 +27,7 @@ from refcore.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from refcore.models.app_profile import AgreementVersion, AppLogo
 from refcore.models.payout import (
     PayoutBatch,
     PayoutDetails,
@@ -34,7 +35,9 @@ from refcore.models.payout import (
     PayoutItem,
     PayoutRequest,
 )
+from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore_memstore.database import APPEND_ONLY, UNIQUE_KEYS, MemoryDatabase
+from refcore_memstore.metrics import MemoryMetrics
 from refcore_memstore.repository import MemoryRepository
 
 
@@ -66,6 +69,10 @@ class MemoryUnitOfWork:
     payout_batches: MemoryRepository[PayoutBatch]
     payout_executions: MemoryRepository[PayoutExecution]
     payout_items: MemoryRepository[PayoutItem]
+    pending_signups: MemoryRepository[PendingSignup]
+    rate_limit_counters: MemoryRepository[RateLimitCounter]
+    agreement_versions: MemoryRepository[AgreementVersion]
+    app_logos: MemoryRepository[AppLogo]
 
     def __init__(self, database: MemoryDatabase) -> None:
         self._db = database
@@ -93,6 +100,9 @@ class MemoryUnitOfWork:
             self.rollback()
         finally:
             self._db.lock.release()
+
+    def metrics(self) -> MemoryMetrics:
+        return MemoryMetrics(self._repos)
 
     def commit(self) -> None:
         for name, repo in self._repos.items():

@@ -33,6 +33,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     Table,
     Text,
@@ -536,3 +537,78 @@ payout_items = Table(
     Index(None, "entry_id", "id"),
     Index(None, "program_affiliate_id", "id"),
 )
+
+# -- hosted signups and the App profile (decisions 6) ----------------------------------------
+
+pending_signups = Table(
+    "pending_signups",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _ref("program_id", "programs"),
+    _text("email"),
+    _text("name"),
+    # Only the token's SHA-256 digest is stored; confirming looks it up by this key.
+    _text("token_digest"),
+    _time("expires_at"),
+    _time("created_at"),
+    _time("confirmed_at", nullable=True),
+    _ref("program_affiliate_id", "program_affiliates", nullable=True),
+    UniqueConstraint("token_digest"),
+    Index(None, "program_id", "id"),
+)
+
+rate_limit_counters = Table(
+    "rate_limit_counters",
+    metadata,
+    _pk(),
+    _text("key"),
+    _time("window_start"),
+    _int("count"),
+    _time("created_at"),
+    # One counter per key and window: concurrent first uses race on this key, not on a count.
+    UniqueConstraint("key", "window_start"),
+    CheckConstraint("count >= 0", name="non_negative_count"),
+)
+
+agreement_versions = Table(
+    "agreement_versions",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("text"),
+    _time("created_at"),
+    Index(None, "app_id", "id"),
+)
+
+app_logos = Table(
+    "app_logos",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _time("created_at"),
+    _time("updated_at"),
+    _text("content_type", nullable=True),
+    Column("data", LargeBinary, nullable=True),
+    _text("sha256", nullable=True),
+    _int("size"),
+    UniqueConstraint("app_id"),
+    CheckConstraint("size >= 0 AND size <= 1048576", name="size_at_most_1_mib"),
+)
+
+# -- aggregate reads (setup status and overview; refcore.ports.metrics) ------------------------
+# Counts and sums over a time range of one App and mode: each query is one range of one of these
+# indexes, whatever the size of history. (The list indexes above end in ``id``; these end in the
+# time the range is taken on.)
+
+Index(None, clicks.c.app_id, clicks.c.mode, clicks.c.created_at)
+Index(None, referrals.c.app_id, referrals.c.mode, referrals.c.attributed, referrals.c.created_at)
+Index(None, payments.c.app_id, payments.c.mode, payments.c.attributed, payments.c.created_at)
+Index(
+    None,
+    commission_entries.c.app_id,
+    commission_entries.c.mode,
+    commission_entries.c.kind,
+    commission_entries.c.created_at,
+)
+Index(None, payout_executions.c.app_id, payout_executions.c.status, payout_executions.c.completed_at)

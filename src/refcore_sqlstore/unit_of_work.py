@@ -40,6 +40,7 @@ from refcore.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from refcore.models.app_profile import AgreementVersion, AppLogo
 from refcore.models.payout import (
     PayoutBatch,
     PayoutDetails,
@@ -47,8 +48,10 @@ from refcore.models.payout import (
     PayoutItem,
     PayoutRequest,
 )
+from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.mapping import RowMapper
+from refcore_sqlstore.metrics import SqlMetrics
 from refcore_sqlstore.repository import SqlRepository
 from refcore_sqlstore.tables import metadata
 
@@ -79,6 +82,10 @@ MODELS: dict[str, type] = {
     "payout_batches": PayoutBatch,
     "payout_executions": PayoutExecution,
     "payout_items": PayoutItem,
+    "pending_signups": PendingSignup,
+    "rate_limit_counters": RateLimitCounter,
+    "agreement_versions": AgreementVersion,
+    "app_logos": AppLogo,
 }
 
 #: Repositories whose records may never be replaced (the ledger).
@@ -119,6 +126,10 @@ class SqlUnitOfWork:
     payout_batches: SqlRepository[PayoutBatch]
     payout_executions: SqlRepository[PayoutExecution]
     payout_items: SqlRepository[PayoutItem]
+    pending_signups: SqlRepository[PendingSignup]
+    rate_limit_counters: SqlRepository[RateLimitCounter]
+    agreement_versions: SqlRepository[AgreementVersion]
+    app_logos: SqlRepository[AppLogo]
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -157,6 +168,9 @@ class SqlUnitOfWork:
         if self._connection is None:
             raise RuntimeError("the unit of work is not open")
         return self._connection
+
+    def metrics(self) -> SqlMetrics:
+        return SqlMetrics(self._require_connection(), mappers())
 
     def commit(self) -> None:
         """Make every write durable and visible at once. Later writes start a new transaction."""

@@ -32,6 +32,7 @@ from refcore.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from refcore.models.app_profile import AgreementVersion, AppLogo
 from refcore.models.payout import (
     PayoutBatch,
     PayoutDetails,
@@ -39,6 +40,8 @@ from refcore.models.payout import (
     PayoutItem,
     PayoutRequest,
 )
+from refcore.models.signup import PendingSignup, RateLimitCounter
+from refcore.ports.metrics import ActivityMetrics
 from refcore.ports.repository import Repository
 
 
@@ -98,6 +101,20 @@ class UnitOfWork(Protocol):
     def payout_executions(self) -> Repository[PayoutExecution]: ...
     @property
     def payout_items(self) -> Repository[PayoutItem]: ...
+
+    @property
+    def pending_signups(self) -> Repository[PendingSignup]: ...
+    @property
+    def rate_limit_counters(self) -> Repository[RateLimitCounter]: ...
+    @property
+    def agreement_versions(self) -> Repository[AgreementVersion]: ...
+    @property
+    def app_logos(self) -> Repository[AppLogo]: ...
+
+    def metrics(self) -> ActivityMetrics:
+        """Aggregate reads (counts, sums, earliest times) over this unit of work's repositories.
+        A method, not a repository property: it has no records of its own."""
+        ...
 
     def __enter__(self) -> Self: ...
 
