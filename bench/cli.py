@@ -1,0 +1,384 @@
+"""``python -m bench``: run every measurement of issue 9 and write ``docs/performance.md``.
+
+Modes: the default full run (5 s warm-up, 20 s measured per scenario, 10k/100k/1M entries),
+``--quick`` for development (2 s + 5 s, 10k/100k) and ``--smoke`` (SQLite only, 1 s, a tiny
+scale: it checks the harness works, its figures mean nothing). Progress goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import secrets
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+from attrs import evolve, frozen
+from sqlalchemy import create_engine
+
+from bench import report
+from bench.databases import postgres_available, postgres_database, sqlite_url
+from bench.machine import facts
+from bench.results import Results, Row, ScaleRow
+from bench.scenarios import BROWSER_HEADERS, SCALING_READS, SCENARIOS, Scenario, by_key, count_written
+from bench.seed import Seeder
+from bench.servers import LOG_LEVEL, ROOT, Server, ceiling_server, load_average, refcore_server
+from bench.service_timing import time_reads
+from bench.world import PROGRAM_BPS, World, build_world, prepare_database
+from bench.wrk import CONNECTIONS, Load, Measured, ensure_wrk, run_wrk
+from refcore_sqlstore.engine import normalise_url
+
+STORES = ("sqlite", "postgresql")
+
+
+@frozen
+class Sample:
+    measured: Measured
+    rss_mb: float
+    label: str
+    cpu_ms_per_request: float | None
+    load1: float
+
+
+#: Ten affiliates share the growing history; one more keeps a fixed history (``steady_balance``).
+SCALING_AFFILIATES = 10
+
+
+@frozen
+class Plan:
+    mode: str
+    warmup: float
+    duration: float
+    scales: tuple[int, ...]
+    stores: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    service_seconds: float
+
+    def estimate_seconds(self) -> float:
+        per_run = self.warmup + self.duration + 1
+        scenario_runs = 1 + len(self.stores) * len(self.scenarios)
+        scale_runs = len(self.stores) * len(self.scales) * len(SCALING_READS)
+        seeding = len(self.stores) * (max(self.scales, default=0) / 1_000_000) * 150
+        service = len(self.stores) * len(self.scales) * 2 * self.service_seconds
+        return (scenario_runs + scale_runs) * per_run + seeding + service + 20 * len(self.stores)
+
+
+PLANS = {
+    "full": Plan("full", 5, 20, (10_000, 100_000, 1_000_000), STORES, tuple(s.key for s in SCENARIOS), 5),
+    "quick": Plan("quick", 2, 5, (10_000, 100_000), STORES, tuple(s.key for s in SCENARIOS), 2),
+    "smoke": Plan("smoke", 0, 1, (1_000,), ("sqlite",), tuple(s.key for s in SCENARIOS), 0.3),
+}
+
+
+class Progress:
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.monotonic() - self.started
+        print(f"[{int(elapsed // 60):02d}:{int(elapsed % 60):02d}] {message}", flush=True)
+
+
+def label() -> str:
+    """A run label for unique IDs: letters and digits only (safe in Lua, in IDs, in LIKE)."""
+    return secrets.token_hex(3)
+
+
+@contextlib.contextmanager
+def database(store: str, name: str, run_dir: Path) -> Iterator[str]:
+    if store == "sqlite":
+        yield sqlite_url(run_dir, name)
+    else:
+        with postgres_database(name) as url:
+            yield url
+
+
+class Runner:
+    def __init__(self, plan: Plan, run_dir: Path, progress: Progress) -> None:
+        self.plan = plan
+        self.run_dir = run_dir
+        self.say = progress
+        cpus = os.cpu_count() or 1
+        self.server_cpu: int | None = 0 if cpus >= 2 else None
+        self.load_cpu: int | None = 1 if cpus >= 2 else None
+
+    def method(self) -> dict[str, str]:
+        pinning = (
+            f"server on CPU {self.server_cpu}, wrk on CPU {self.load_cpu} (taskset); "
+            "PostgreSQL's own processes are not pinned and share both CPUs"
+            if self.server_cpu is not None
+            else "not pinned (one CPU)"
+        )
+        return {
+            "Load": f"wrk, 1 thread, {CONNECTIONS} connections, keep-alive, Lua-built requests",
+            "Durations": f"{self.plan.warmup:g} s warm-up (discarded), then {self.plan.duration:g} s measured"
+            " per scenario",
+            "Pinning": pinning,
+            "Servers": f"1 uvicorn process each, log level {LOG_LEVEL} (no access log), same uvicorn call",
+        }
+
+    def measure(self, server: Server, load: Load, tag: str) -> Sample:
+        run = f"{tag}{label()}"
+        if self.plan.warmup:
+            run_wrk(
+                server.url,
+                load,
+                seconds=self.plan.warmup,
+                run=f"w{run}",
+                cpu=self.load_cpu,
+                script_dir=self.run_dir,
+            )
+        cpu_before = server.cpu_seconds()
+        measured = run_wrk(
+            server.url,
+            load,
+            seconds=self.plan.duration,
+            run=f"m{run}",
+            cpu=self.load_cpu,
+            script_dir=self.run_dir,
+        )
+        cpu = server.cpu_seconds() - cpu_before
+        sample = Sample(
+            measured=measured,
+            rss_mb=server.rss_mb(),
+            label=f"m{run}",
+            cpu_ms_per_request=cpu * 1000 / measured.requests if measured.requests else None,
+            load1=load_average(),
+        )
+        if not server.wait_idle():
+            # Requests wrk gave up on are still queued in the server: start it afresh so they
+            # do not eat into the next measurement.
+            self.say(f"  {server.name} still busy with queued requests after the run: restarting it")
+            server.restart()
+        return sample
+
+    def ceiling(self) -> Row:
+        self.say("ceiling: bare Starlette endpoint")
+        with ceiling_server(cpu=self.server_cpu, log_dir=self.run_dir) as server:
+            body = '{"via":"ceiling","page":"https://shop.example/pricing?via=x&n={uid}"}'
+            sample = self.measure(server, Load("POST", "/v1/capture", BROWSER_HEADERS, body), "c")
+        m = sample.measured
+        self.say(
+            f"  ceiling: {m.rps:,.0f} req/s, p50 {m.p50_ms:.1f} ms, p99 {m.p99_ms:.1f} ms, {_cpu(sample)}"
+        )
+        return Row(
+            "ceiling",
+            "ceiling",
+            "bare Starlette JSON endpoint",
+            m,
+            sample.rss_mb,
+            cpu_ms_per_request=sample.cpu_ms_per_request,
+            load1=sample.load1,
+        )
+
+    def scenario(self, store: str, server: Server, world: World, scenario: Scenario, url: str) -> Row:
+        load = scenario.load(world)
+        if load is None:
+            self.say(f"  {scenario.key}: not yet (the server has no such route)")
+            return Row(store, scenario.key, scenario.title, None, note="not yet: no route on the server")
+        sample = self.measure(server, load, scenario.key[:2])
+        measured = sample.measured
+        row = Row(
+            store,
+            scenario.key,
+            scenario.title,
+            measured,
+            sample.rss_mb,
+            cpu_ms_per_request=sample.cpu_ms_per_request,
+            load1=sample.load1,
+        )
+        if scenario.written is not None:
+            engine = create_engine(normalise_url(url))
+            try:
+                with engine.connect() as connection:
+                    row.committed = count_written(connection, scenario.written, sample.label)
+            finally:
+                engine.dispose()
+            row.acknowledged = measured.ok
+        self.say(
+            f"  {scenario.key}: {measured.rps:,.0f} req/s, p50 {measured.p50_ms:.1f} ms, "
+            f"p99 {measured.p99_ms:.1f} ms, errors {measured.errors}, RSS {sample.rss_mb:.0f} MB, "
+            f"{_cpu(sample)}"
+            + (
+                f", committed {row.committed}/{row.acknowledged} acknowledged"
+                if row.committed is not None
+                else ""
+            )
+            + (f"\n    first error: {measured.sample}" if measured.sample else "")
+        )
+        return row
+
+    def store(self, store: str) -> list[Row]:
+        rows: list[Row] = []
+        with database(store, "scenarios", self.run_dir) as url:
+            self.say(f"{store}: migrating a fresh database, starting refcore serve")
+            token = prepare_database(url)
+            with refcore_server(f"refcore-{store}", url, cpu=self.server_cpu, log_dir=self.run_dir) as server:
+                world = build_world(server.url, url, token)
+                for key in self.plan.scenarios:
+                    rows.append(self.scenario(store, server, world, by_key(key), url))
+        return rows
+
+    def scaling(self, store: str, results: Results) -> None:
+        with database(store, "scaling", self.run_dir) as url:
+            self.say(f"{store} scaling: fresh database, {SCALING_AFFILIATES} affiliates")
+            token = prepare_database(url)
+            with refcore_server(
+                f"refcore-{store}-scaling", url, cpu=self.server_cpu, log_dir=self.run_dir
+            ) as server:
+                world = build_world(
+                    server.url,
+                    url,
+                    token,
+                    name="scale",
+                    affiliates=SCALING_AFFILIATES,
+                    clicks=2,
+                    customers=2,
+                    refundable_payments=0,
+                )
+                seeder = Seeder(
+                    url,
+                    app_id=world.app_id,
+                    program_id=world.program_id,
+                    affiliate_ids=world.affiliate_ids[:-1],
+                    link_ids=world.link_ids[:-1],
+                    steady=(world.affiliate_ids[-1], world.link_ids[-1]),
+                    bps=PROGRAM_BPS,
+                    now=datetime.now(UTC),
+                )
+                try:
+                    for scale in self.plan.scales:
+                        started = time.monotonic()
+                        seeder.grow_to(scale, progress=lambda _m: None)
+                        self.say(f"  seeded {seeder.entries:,} entries in {time.monotonic() - started:.0f} s")
+                        if store == "postgresql":
+                            _analyze(url)
+                        for key in SCALING_READS:
+                            load = by_key(key).load(world)
+                            if load is None:
+                                results.scaling.append(ScaleRow(store, key, scale, None, note="not yet"))
+                                self.say(f"    {key}: not yet (no route)")
+                                continue
+                            sample = self.measure(server, load, key[:2])
+                            m = sample.measured
+                            results.scaling.append(
+                                ScaleRow(
+                                    store,
+                                    key,
+                                    scale,
+                                    m,
+                                    sample.rss_mb,
+                                    cpu_ms_per_request=sample.cpu_ms_per_request,
+                                    load1=sample.load1,
+                                )
+                            )
+                            self.say(
+                                f"    {key} @ {scale:,}: {m.rps:,.0f} req/s, p50 {m.p50_ms:.1f} ms,"
+                                f" p99 {m.p99_ms:.1f} ms, errors {m.errors}, {_cpu(sample)}"
+                            )
+                        timings = time_reads(
+                            url,
+                            app_key=world.live_key,
+                            program_id=world.program_id,
+                            affiliate_keys={
+                                "payout_balance": world.affiliate_keys[0],
+                                "steady_balance": world.affiliate_keys[-1],
+                            },
+                            seconds=self.plan.service_seconds,
+                        )
+                        for key, timing in timings.items():
+                            results.service.append(
+                                {"store": store, "scenario": key, "entries": scale, **timing}
+                            )
+                            self.say(f"    in-process {key} @ {scale:,}: p50 {timing['p50_ms']:.2f} ms")
+                finally:
+                    seeder.close()
+
+
+def _cpu(sample: Sample) -> str:
+    cost = sample.cpu_ms_per_request
+    return (
+        f"server CPU {cost:.2f} ms/request, load {sample.load1:.1f}" if cost else f"load {sample.load1:.1f}"
+    )
+
+
+def _analyze(url: str) -> None:
+    """PostgreSQL's autovacuum would analyze the new rows soon after; do it now, once."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="short runs, 10k and 100k entries")
+    mode.add_argument("--smoke", action="store_true", help="SQLite only, 1 s runs: checks the harness")
+    parser.add_argument("--stores", help=f"comma-separated subset of {','.join(STORES)}")
+    parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all)")
+    parser.add_argument("--scales", help="comma-separated entry counts for the scaling reads")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the scaling reads")
+    parser.add_argument("--output", default=str(ROOT / "docs" / "performance.md"), help="the report")
+    parser.add_argument("--json", help="where to save the raw results (default bench/results/<mode>.json)")
+    parser.add_argument("--compare", help="an earlier run's JSON: its figures appear as 'before'")
+    parser.add_argument("--keep", action="store_true", help="keep the run directory (logs, Lua, SQLite)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    plan = PLANS["quick" if args.quick else "smoke" if args.smoke else "full"]
+    if args.stores:
+        plan = evolve(plan, stores=tuple(s for s in args.stores.split(",") if s))
+    if args.scenarios:
+        plan = evolve(plan, scenarios=tuple(s for s in args.scenarios.split(",") if s))
+    if args.scales:
+        plan = evolve(plan, scales=tuple(int(s) for s in args.scales.split(",") if s))
+    if args.no_scaling:
+        plan = evolve(plan, scales=())
+    for key in plan.scenarios:
+        by_key(key)
+    unknown = set(plan.stores) - set(STORES)
+    if unknown:
+        raise SystemExit(f"unknown store {sorted(unknown)}; choose from {STORES}")
+    if "postgresql" in plan.stores and not postgres_available():
+        raise SystemExit("PostgreSQL is not reachable on 127.0.0.1:5432; use --stores sqlite")
+
+    command = "python -m bench " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+    )
+    progress = Progress()
+    ensure_wrk()
+    run_dir = Path(tempfile.mkdtemp(prefix="refcore-bench-", dir="/var/tmp"))
+    progress(f"{plan.mode} run, about {plan.estimate_seconds() / 60:.0f} min; working in {run_dir}")
+    runner = Runner(plan, run_dir, progress)
+    results = Results(command=command.strip(), mode=plan.mode, facts=facts(run_dir), method=runner.method())
+    try:
+        results.rows.append(runner.ceiling())
+        for store in plan.stores:
+            results.rows.extend(runner.store(store))
+        if plan.scales:
+            for store in plan.stores:
+                runner.scaling(store, results)
+    finally:
+        if args.keep:
+            progress(f"run directory kept: {run_dir}")
+        else:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    json_path = Path(args.json) if args.json else ROOT / "bench" / "results" / f"{plan.mode}.json"
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    results.save(json_path)
+    before = Results.load(Path(args.compare)) if args.compare else None
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(report.render(results, plan_scales=plan.scales, before=before))
+    progress(f"wrote {output} and {json_path}")
+    print(report.summary(results), flush=True)
+    return 0

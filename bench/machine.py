@@ -1,0 +1,107 @@
+"""Facts about the machine and the software a run measured, for the report's header."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import sqlite3
+import subprocess
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import psycopg
+
+from bench.databases import PG_ADMIN
+
+
+def _run(command: list[str]) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=10, check=False)
+    except OSError:
+        return ""
+    return (done.stdout or done.stderr).strip()
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def memory_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) / 1024 / 1024
+    return 0.0
+
+
+def postgres_version() -> str:
+    try:
+        with psycopg.connect(PG_ADMIN, connect_timeout=3) as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+            sync = conn.execute("SHOW synchronous_commit").fetchone()
+            buffers = conn.execute("SHOW shared_buffers").fetchone()
+    except psycopg.Error:
+        return "not reachable"
+    assert row is not None and sync is not None and buffers is not None
+    return f"{row[0]} (synchronous_commit={sync[0]}, shared_buffers={buffers[0]})"
+
+
+def uvicorn_stack() -> str:
+    """What uvicorn's ``auto`` settings resolve to here (the same for both servers)."""
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return (
+        f"uvicorn {version('uvicorn')} (1 worker, loop={loop}, http={http}), starlette {version('starlette')}"
+    )
+
+
+def filesystem_of(path: Path) -> str:
+    out = _run(["df", "-T", str(path)]).splitlines()
+    if len(out) >= 2:
+        fields = out[1].split()
+        return f"{fields[1]} ({fields[0]})"
+    return "unknown"
+
+
+def git_revision() -> str:
+    root = Path(__file__).resolve().parent.parent
+    head = _run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"])
+    dirty = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "src"])
+    return f"{head}{' + uncommitted changes in src/' if dirty else ''}"
+
+
+def sqlite_synchronous(run_dir: Path) -> str:
+    """``PRAGMA synchronous`` on a WAL connection as the store opens it (2 = FULL: fsync per commit)."""
+    path = run_dir / "pragma-probe.db"
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("PRAGMA journal_mode = WAL")
+        row = connection.execute("PRAGMA synchronous").fetchone()
+    finally:
+        connection.close()
+    for leftover in run_dir.glob("pragma-probe.db*"):
+        leftover.unlink()
+    return {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(row[0], str(row[0]))
+
+
+def facts(run_dir: Path) -> dict[str, str]:
+    return {
+        "Date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "Revision": git_revision(),
+        "CPU": f"{cpu_model()}, nproc {os.cpu_count()}",
+        "Memory": f"{memory_gib():.1f} GiB",
+        "Kernel": platform.release(),
+        "Python": platform.python_version(),
+        "SQLite": f"{sqlite3.sqlite_version} (WAL, synchronous={sqlite_synchronous(run_dir)}, "
+        f"file on {filesystem_of(run_dir)})",
+        "PostgreSQL": postgres_version(),
+        "Server stack": uvicorn_stack(),
+        "Drivers": f"SQLAlchemy {version('sqlalchemy')}, psycopg {version('psycopg')}",
+        "Load average at start": Path("/proc/loadavg").read_text().split()[0]
+        + " (1 min; other work shares this machine)",
+        "Load generator": _run(["wrk", "-v"]).splitlines()[0] if _run(["wrk", "-v"]) else "wrk",
+    }

@@ -1,0 +1,334 @@
+"""Rendering a run as ``docs/performance.md``: machine, method, targets met or missed, tables."""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from bench.results import Results, Row, ScaleRow
+from bench.scenarios import SCALING_READS, SCENARIOS
+
+P99_LIMIT_MS = 50.0
+RSS_LIMIT_MB = 200.0
+SCALE_RATIO_LIMIT = 1.5
+STORE_NAMES = {"ceiling": "ceiling", "sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
+@frozen
+class Verdict:
+    target: str
+    result: str
+    met: bool | None  # None: not measured
+
+    @property
+    def mark(self) -> str:
+        return "not measured" if self.met is None else "met" if self.met else "**missed**"
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _scaling_ratio(results: Results, store: str, scenario: str) -> tuple[float, float, int, int] | None:
+    """(p50 ratio, p99 ratio, small scale, large scale) between the largest and smallest scale."""
+    rows = sorted(
+        (r for r in results.scaling if r.store == store and r.scenario == scenario and r.measured),
+        key=lambda r: r.entries,
+    )
+    if len(rows) < 2:
+        return None
+    small, large = rows[0], rows[-1]
+    assert small.measured is not None and large.measured is not None
+    if small.measured.p50_ms <= 0 or small.measured.p99_ms <= 0:
+        return None
+    return (
+        large.measured.p50_ms / small.measured.p50_ms,
+        large.measured.p99_ms / small.measured.p99_ms,
+        small.entries,
+        large.entries,
+    )
+
+
+def verdicts(results: Results) -> list[Verdict]:
+    out: list[Verdict] = []
+    ceiling = results.ceiling_rps()
+    for key, share in (("public_capture", 0.5), ("payment", 0.25)):
+        row = results.row("sqlite", key)
+        if row is None or row.measured is None or not ceiling:
+            out.append(Verdict(f"{key} on SQLite ≥ {share} x ceiling req/s", "-", None))
+            continue
+        ratio = row.measured.rps / ceiling
+        out.append(
+            Verdict(
+                f"{key.replace('_', ' ')} on SQLite ≥ {share} x ceiling req/s",
+                f"{ratio:.2f} x ({row.measured.rps:,.0f} / {ceiling:,.0f})",
+                ratio >= share,
+            )
+        )
+    writes = [r for r in results.rows if r.committed is not None and r.acknowledged is not None]
+    lost = [r for r in writes if (r.committed or 0) < (r.acknowledged or 0)]
+    out.append(
+        Verdict(
+            "every acknowledged write committed before the answer",
+            f"{sum(r.acknowledged or 0 for r in writes):,} acknowledged writes in {len(writes)} runs, "
+            f"{len(lost)} runs missing rows",
+            not lost if writes else None,
+        )
+    )
+    measured = [r for r in results.rows if r.store != "ceiling" and r.measured is not None]
+    slow = [r for r in measured if r.measured and r.measured.p99_ms >= P99_LIMIT_MS]
+    worst = max(measured, key=lambda r: r.measured.p99_ms if r.measured else 0, default=None)
+    out.append(
+        Verdict(
+            f"p99 < {P99_LIMIT_MS:g} ms for every scenario at 32 connections",
+            (
+                f"{len(measured) - len(slow)}/{len(measured)} rows under; worst "
+                f"{STORE_NAMES[worst.store]} {worst.scenario} {_f(worst.measured.p99_ms)} ms"
+                if worst and worst.measured
+                else "-"
+            )
+            + (
+                f" (missed: {', '.join(f'{STORE_NAMES[r.store]} {r.scenario}' for r in slow)})"
+                if slow
+                else ""
+            ),
+            not slow if measured else None,
+        )
+    )
+    rss: list[tuple[str, float]] = [
+        (f"{STORE_NAMES[r.store]} {r.scenario}", r.rss_mb) for r in measured if r.rss_mb is not None
+    ] + [
+        (f"{STORE_NAMES[r.store]} {r.scenario} @ {r.entries:,}", r.rss_mb)
+        for r in results.scaling
+        if r.rss_mb is not None
+    ]
+    top = max(rss, key=lambda x: x[1], default=None)
+    out.append(
+        Verdict(
+            f"server RSS < {RSS_LIMIT_MB:g} MB after the load",
+            f"highest {top[1]:.0f} MB ({top[0]})" if top else "-",
+            top[1] < RSS_LIMIT_MB if top else None,
+        )
+    )
+    for store in ("sqlite", "postgresql"):
+        for key in SCALING_READS:
+            scaled = _scaling_ratio(results, store, key)
+            name = f"{STORE_NAMES[store]} {key.replace('_', ' ')}: p50 latency 1M / 10k ≤ {SCALE_RATIO_LIMIT}"
+            if scaled is None:
+                if any(r.store == store for r in results.scaling) or any(
+                    r.store == store for r in results.rows
+                ):
+                    out.append(Verdict(name, "not measured", None))
+                continue
+            p50, p99, small, large = scaled
+            full = small == 10_000 and large == 1_000_000
+            result = f"{p50:.2f} (p99 {p99:.2f}); {large:,} vs {small:,} entries"
+            out.append(
+                Verdict(
+                    name,
+                    result if full else result + " (not the full 10k→1M range)",
+                    p50 <= SCALE_RATIO_LIMIT if full else None,
+                )
+            )
+    return out
+
+
+def _scenario_table(results: Results) -> list[str]:
+    ceiling = results.ceiling_rps()
+    lines = [
+        "| Server | Scenario | req/s | x ceiling | p50 ms | p99 ms | errors | RSS MB "
+        "| writes committed / acknowledged | server CPU ms / request | load |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    titles = {s.key: s.title for s in SCENARIOS}
+    for row in results.rows:
+        lines.append(_scenario_line(row, ceiling, titles.get(row.scenario, row.title)))
+    return lines
+
+
+def _scenario_line(row: Row, ceiling: float | None, title: str) -> str:
+    m = row.measured
+    if m is None:
+        return f"| {STORE_NAMES[row.store]} | {title} | {row.note or 'not measured'} | | | | | | | | |"
+    share = f"{m.rps / ceiling:.2f}" if ceiling else "-"
+    writes = (
+        f"{row.committed:,} / {row.acknowledged:,}"
+        if row.committed is not None and row.acknowledged is not None
+        else ""
+    )
+    return (
+        f"| {STORE_NAMES[row.store]} | {title} | {m.rps:,.0f} | {share} | {_f(m.p50_ms)} | {_f(m.p99_ms)} "
+        f"| {m.errors:,} | {_f(row.rss_mb, 0)} | {writes} |"
+    )
+
+
+def _scaling_table(results: Results) -> list[str]:
+    lines = [
+        "| Server | Read | entries | req/s | p50 ms | p99 ms | errors | RSS MB "
+        "| server CPU ms / request | load |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in results.scaling:
+        lines.append(_scale_line(row))
+    return lines
+
+
+def _scale_line(row: ScaleRow) -> str:
+    m = row.measured
+    if m is None:
+        note = row.note or "not measured"
+        return f"| {STORE_NAMES[row.store]} | {row.scenario} | {row.entries:,} | {note} | | | | | | |"
+    return (
+        f"| {STORE_NAMES[row.store]} | {row.scenario} | {row.entries:,} | {m.rps:,.0f} | {_f(m.p50_ms)} "
+        f"| {_f(m.p99_ms)} | {m.errors:,} | {_f(row.rss_mb, 0)} | {_f(row.cpu_ms_per_request, 2)} "
+        f"| {_f(row.load1)} |"
+    )
+
+
+def _service_table(results: Results) -> list[str]:
+    lines = [
+        "| Store | Read (service function, in-process, 1 caller) | entries | calls | p50 ms | p99 ms |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for item in results.service:
+        lines.append(
+            f"| {STORE_NAMES[item['store']]} | {item['scenario']} | {item['entries']:,} | {item['calls']:,} "
+            f"| {item['p50_ms']:.2f} | {item['p99_ms']:.2f} |"
+        )
+    return lines
+
+
+def _compare_table(results: Results, before: Results) -> list[str]:
+    lines = [
+        "| Server | Scenario | req/s before → after | p50 ms before → after | p99 ms before → after "
+        "| errors before → after | server CPU ms / request before → after |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in results.rows:
+        old = before.row(row.store, row.scenario)
+        if old is None or old.measured is None or row.measured is None:
+            continue
+        a, b = old.measured, row.measured
+        lines.append(
+            f"| {STORE_NAMES[row.store]} | {row.scenario} | {a.rps:,.0f} → {b.rps:,.0f} "
+            f"| {_f(a.p50_ms)} → {_f(b.p50_ms)} | {_f(a.p99_ms)} → {_f(b.p99_ms)} "
+            f"| {a.errors:,} → {b.errors:,} "
+            f"| {_f(old.cpu_ms_per_request, 2)} → {_f(row.cpu_ms_per_request, 2)} |"
+        )
+    for scale in results.scaling:
+        old_scale = next(
+            (
+                r
+                for r in before.scaling
+                if (r.store, r.scenario, r.entries) == (scale.store, scale.scenario, scale.entries)
+            ),
+            None,
+        )
+        if old_scale is None or old_scale.measured is None or scale.measured is None:
+            continue
+        a, b = old_scale.measured, scale.measured
+        lines.append(
+            f"| {STORE_NAMES[scale.store]} | {scale.scenario} @ {scale.entries:,} entries "
+            f"| {a.rps:,.0f} → {b.rps:,.0f} | {_f(a.p50_ms)} → {_f(b.p50_ms)} "
+            f"| {_f(a.p99_ms)} → {_f(b.p99_ms)} | {a.errors:,} → {b.errors:,} "
+            f"| {_f(old_scale.cpu_ms_per_request, 2)} → {_f(scale.cpu_ms_per_request, 2)} |"
+        )
+    return lines
+
+
+def render(results: Results, *, plan_scales: tuple[int, ...], before: Results | None = None) -> str:
+    lines = [
+        "# Performance",
+        "",
+        f"Generated by `{results.command}` ({results.mode} run). Do not edit by hand: run",
+        "`.venv/bin/python -m bench` again (about 20 minutes; `--quick` about 6). The harness is `bench/`.",
+        "",
+        "## Machine and software",
+        "",
+        "| | |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in results.facts.items()],
+        "",
+        "## Method",
+        "",
+        *[f"- **{k}**: {v}." for k, v in results.method.items()],
+        "- **Ceiling**: a bare Starlette endpoint returning a small JSON object, run by the same",
+        "  `uvicorn.run(...)` call as `refcore serve`; wrk sends it the public capture request.",
+        "- **refcore**: `refcore serve --database-url … --no-migrate --log-level warning` on a fresh",
+        "  SQLite file and a fresh PostgreSQL database (created for the run and dropped after). The",
+        "  tenant (organization, App, Live key, program at 20 %, affiliate, link) is made through the",
+        "  API; the affiliate key through the library, as a confirmed hosted signup would issue it.",
+        "- **Writes** carry a unique ID per request (wrk run label, thread, counter), so none is a",
+        "  replay. After each write run the rows with that run's label are counted in the database:",
+        "  every 2xx answer must have its row (commit before answer; SQLite runs WAL with the default",
+        "  `synchronous=FULL`, PostgreSQL `synchronous_commit=on`).",
+        "- **errors** are non-2xx answers plus socket errors and timeouts (30 s). **RSS** is the",
+        "  server's `VmRSS` right after the run; one server serves all its scenarios in the order",
+        "  shown, so later rows include what earlier ones left behind (e.g. the list and balance",
+        "  read the entries the payment and refund runs wrote).",
+        "- **Scaling**: a fresh database per store with a program of 10 affiliates and a year of",
+        "  history seeded by bulk `INSERT`s into the store's tables (built by the store's own row",
+        "  mappers; see `bench/seed.py`): subscribers paying every 30 days, 1 in 10 payments half",
+        "  refunded (reversal entries), recent payments occasionally disputed (held), and every",
+        "  30 days a succeeded payout with one item per paid entry. Three reads: the App's newest",
+        "  commissions page (`commissions_page`); the balance of the first of the 10 affiliates,",
+        "  which holds a tenth of all entries, so its own history grows 100-fold from 10k to 1M",
+        "  (`payout_balance`); and the balance of an 11th affiliate whose history stays at about",
+        "  1,000 entries while the database grows around it (`steady_balance`). PostgreSQL is",
+        "  `ANALYZE`d after seeding (autovacuum would do it); SQLite is not (the store never does).",
+        "  After a run whose queued requests outlast it, the server is restarted before the next.",
+        "- **server CPU ms / request** is the server process's CPU time (user + system, all threads)",
+        "  over the measured run divided by the requests answered: it does not depend on what else",
+        "  the machine was doing. **load** is the 1-minute load average right after the run; this",
+        "  machine is shared with other work, and a load well above 2 means the figures of that row",
+        "  were taken with less than the two CPUs to themselves.",
+        "- wrk measures latency from request sent to answer read on an open connection, closed-loop",
+        "  (no coordinated-omission correction): at 32 connections p50 is mostly queueing,",
+        "  about 32 / throughput.",
+        "",
+        "## Targets",
+        "",
+        "| Target | Result | |",
+        "|---|---|---|",
+        *[f"| {v.target} | {v.result} | {v.mark} |" for v in verdicts(results)],
+        "",
+        "## Scenarios (32 connections)",
+        "",
+        *_scenario_table(results),
+        "",
+    ]
+    if plan_scales:
+        lines += [
+            "## Scaling: the same reads over 10 thousand to 1 million entries",
+            "",
+            *_scaling_table(results),
+            "",
+            "The same two reads timed in-process (the service functions, no HTTP, one caller), which",
+            "separates what the database and the core cost per read from queueing:",
+            "",
+            *_service_table(results),
+            "",
+        ]
+    if before is not None:
+        lines += [
+            "## Before and after the optimisations",
+            "",
+            f"Before: `{before.command}` at revision {before.facts.get('Revision', '?')}, "
+            f"{before.facts.get('Date', '?')}.",
+            "",
+            *_compare_table(results, before),
+            "",
+        ]
+    errors = [r for r in results.rows if r.measured and r.measured.sample]
+    if errors:
+        lines += ["## First error answer per run", ""]
+        lines += [
+            f"- {STORE_NAMES[r.store]} {r.scenario}: `{r.measured.sample[:200]}`"
+            for r in errors
+            if r.measured
+        ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def summary(results: Results) -> str:
+    return "\n".join(f"{v.mark:>12}  {v.target}: {v.result}" for v in verdicts(results))
