@@ -32,6 +32,32 @@ TOLERANCE_SECONDS = 300
 SLOW_SECONDS = 5.0
 
 
+class TlsThreadingServer(ThreadingHTTPServer):
+    """HTTPS with the TLS handshake done in each connection's own thread.
+
+    Wrapping the listening socket instead would run every handshake in the accept loop, one
+    after another, so concurrent deliveries would queue behind each other's handshakes.
+    """
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], pki: Pki) -> None:
+        super().__init__(address, handler)
+        self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.tls.load_cert_chain(pki.cert_path, pki.key_path)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        try:
+            connection = self.tls.wrap_socket(request, server_side=True)
+        except OSError:
+            return  # the client refused our certificate or went away
+        try:
+            self.RequestHandlerClass(connection, client_address, self)
+        finally:
+            connection.close()
+
+
 @define
 class Received:
     path: str
@@ -95,15 +121,16 @@ class Receiver:
         with self._lock:
             return [r for r in self.received if r.path == path]
 
+    def _record_sni(self, connection: Any, name: str | None, context: Any) -> None:
+        with self._lock:
+            self.sni_names.append(name)
+
     def record(self, item: Received) -> None:
         with self._lock:
             self.received.append(item)
 
     @contextmanager
     def running(self) -> Iterator[Receiver]:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.pki.cert_path, self.pki.key_path)
-        context.sni_callback = lambda sock, name, ctx: self.sni_names.append(name)  # type: ignore[assignment,misc,func-returns-value]
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -147,10 +174,8 @@ class Receiver:
                 except OSError:
                     pass  # the client gave up (time-out): nothing to answer
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        server.block_on_close = False
-        server.socket = context.wrap_socket(server.socket, server_side=True)
+        server = TlsThreadingServer(("127.0.0.1", 0), Handler, self.pki)
+        server.tls.sni_callback = self._record_sni
         self._server = server
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import ast
 import re
-import ssl
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from refcore_http.webhooks.dispatcher import WebhookDispatcher
 from tests.contract.scenario import World
 from tests.webhooks.conftest import run
 from tests.webhooks.pki import Pki
-from tests.webhooks.receiver import Receiver
+from tests.webhooks.receiver import Receiver, TlsThreadingServer
 from tests.webhooks.world import configure, deliveries
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "webhooks.md"
@@ -81,15 +79,12 @@ def test_the_example_accepts_a_real_delivery_and_refuses_tampering(
 
 
 @pytest.fixture
-def example_server(example: dict[str, Any], pki: Pki) -> Iterator[tuple[HTTPServer, type]]:
+def example_server(example: dict[str, Any], pki: Pki) -> Iterator[tuple[TlsThreadingServer, type]]:
     """The example's own handler, served over TLS on loopback (as behind a TLS proxy)."""
     handler = type(
         "Handler", (example["WebhookHandler"],), {"seen_ids": set(), "log_message": lambda *a: None}
     )
-    server = HTTPServer(("127.0.0.1", 0), handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(pki.cert_path, pki.key_path)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server = TlsThreadingServer(("127.0.0.1", 0), handler, pki)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -101,7 +96,7 @@ def example_server(example: dict[str, Any], pki: Pki) -> Iterator[tuple[HTTPServ
 
 
 def test_the_example_handler_answers_204_to_real_deliveries(
-    example_server: tuple[HTTPServer, Any],
+    example_server: tuple[TlsThreadingServer, Any],
     world: World,
     box: SecretBox,
     dispatcher: WebhookDispatcher,

@@ -1,0 +1,85 @@
+"""The server key (``REFCORE_SECRET_KEY``) that seals webhook signing secrets, and its absence.
+
+A production server must have its own key: anyone who knows the key and reads the database can
+recover every signing secret. Requiring it unconditionally would break the one-command start on
+a fresh machine (``./scripts/serve``), so the rule is:
+
+- with ``REFCORE_SECRET_KEY`` set, it is used;
+- without it, a server that listens on a loopback address only (a developer's machine) or keeps
+  nothing on disk (``memory://``) uses a fixed, public **development key** and says so loudly on
+  stderr;
+- without it, a server that listens on any other interface and stores secrets in a database
+  refuses to start.
+
+The warning never prints a key, and the development key is public on purpose: it protects
+nothing, which is exactly what the warning says.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import sys
+from typing import TextIO
+
+from refcore.crypto import SecretBox
+from refcore_http.settings import Settings, SettingsError
+from refcore_http.store import is_memory
+
+#: Public, therefore protecting nothing; only ever used on loopback and announced loudly.
+DEVELOPMENT_SECRET_KEY = "refcore-development-key:not-secret:set-REFCORE_SECRET_KEY"
+
+_warned = False
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def effective_secret_key(settings: Settings) -> str:
+    return settings.secret_key or DEVELOPMENT_SECRET_KEY
+
+
+def require_secret_key(settings: Settings, *, stderr: TextIO | None = None) -> None:
+    """Refuse to serve a database beyond loopback without ``REFCORE_SECRET_KEY``; otherwise warn
+    (once per process) that the public development key is in use."""
+    global _warned
+    if settings.secret_key is not None:
+        return
+    if not is_loopback_host(settings.host) and not is_memory(settings.database_url):
+        raise SettingsError(
+            f"REFCORE_SECRET_KEY is required to serve on {settings.host}: set it to a random string of "
+            "at least 32 characters (it encrypts webhook signing secrets)"
+        )
+    if _warned:
+        return
+    _warned = True
+    print(
+        "\n".join(
+            [
+                "=" * 78,
+                "refcore: WARNING: REFCORE_SECRET_KEY is not set.",
+                "refcore: Webhook signing secrets are encrypted with a PUBLIC DEVELOPMENT KEY.",
+                "refcore: Fine on your own machine; never in production. Set REFCORE_SECRET_KEY",
+                "refcore: (32+ random characters) before exposing this server.",
+                "=" * 78,
+            ]
+        ),
+        file=stderr or sys.stderr,
+        flush=True,
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _box(secret_key: str) -> SecretBox:
+    return SecretBox(secret_key)
+
+
+def secret_box(settings: Settings) -> SecretBox:
+    """The box for this server's key (derived once per key, not per request)."""
+    return _box(effective_secret_key(settings))
