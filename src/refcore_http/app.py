@@ -12,13 +12,17 @@ from itertools import chain
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
+from refcore.ports import EventOutbox
 from refcore.services.runtime import Runtime
 from refcore_http.dispatch import Context, build_routes
 from refcore_http.endpoints import Api, Endpoint
 from refcore_http.errors import http_exception_handler, unhandled_exception_handler
 from refcore_http.openapi import build_index, build_openapi
-from refcore_http.routes import affiliates, index, programs, revenue, tenancy, tracking
+from refcore_http.routes import affiliates, index, payouts, programs, revenue, tenancy, tracking, webhooks
+from refcore_http.routes import processor as processor_routes
 from refcore_http.settings import Settings
+from refcore_http.webhooks.keys import require_secret_key
+from refcore_http.webhooks.lifespan import webhook_lifespan
 
 AREAS: tuple[Sequence[Endpoint], ...] = (
     index.ROUTES,
@@ -27,6 +31,9 @@ AREAS: tuple[Sequence[Endpoint], ...] = (
     tenancy.ROUTES,
     programs.ROUTES,
     affiliates.ROUTES,
+    webhooks.ROUTES,
+    payouts.ROUTES,
+    processor_routes.ROUTES,
 )
 
 
@@ -45,10 +52,20 @@ def describe(endpoints: Sequence[Endpoint]) -> Api:
 
 
 def create_app(
-    runtime: Runtime, settings: Settings | None = None, *, extra: Sequence[Endpoint] = ()
+    runtime: Runtime,
+    settings: Settings | None = None,
+    *,
+    extra: Sequence[Endpoint] = (),
+    outbox: EventOutbox | None = None,
 ) -> Starlette:
-    """The API over ``runtime``. ``extra`` adds endpoints (tests inject failing ones with it)."""
+    """The API over ``runtime``. ``extra`` adds endpoints (tests inject failing ones with it).
+
+    With ``outbox`` (the server), the webhook dispatcher runs for the app's lifespan. Without
+    ``REFCORE_SECRET_KEY`` only a loopback server starts (with a loud warning): see
+    :mod:`refcore_http.webhooks.keys`.
+    """
     settings = settings or Settings()
+    require_secret_key(settings)
     api = describe(all_endpoints(extra))
     context = Context(runtime=runtime, settings=settings, api=api)
     app = Starlette(
@@ -57,6 +74,7 @@ def create_app(
             HTTPException: http_exception_handler,
             Exception: unhandled_exception_handler,
         },
+        lifespan=webhook_lifespan(runtime, outbox, settings),
     )
     # ``/v1/apps/`` is not ``/v1/apps``: answer 404 rather than a redirect clients may not follow.
     app.router.redirect_slashes = False

@@ -202,8 +202,9 @@ OBJECTS: dict[str, JsonObject] = {
         activity=True,
         type={"const": "payment"},
         payment_id=STRING,
-        customer_id=STRING,
-        program_id=STRING,
+        # null for a processor payment without identify metadata (docs/processor.md)
+        customer_id=nullable(STRING),
+        program_id=nullable(STRING),
         program_affiliate_id=nullable(STRING),
         amount=INTEGER,
         currency=STRING,
@@ -238,6 +239,85 @@ OBJECTS: dict[str, JsonObject] = {
         currency=STRING,
         status=STRING,
         available_at=TIMESTAMP,
+    ),
+    # -- outgoing webhooks (interface 4.6, decisions 11) ---------------------------------------
+    "WebhookEndpoint": resource(
+        "webhook_endpoint",
+        app_id=STRING,
+        url=STRING,
+        events={"type": "array", "items": STRING},
+        disabled=BOOLEAN,
+        updated_at=TIMESTAMP,
+    ),
+    "WebhookEndpointWithSecret": resource(
+        "webhook_endpoint",
+        app_id=STRING,
+        url=STRING,
+        events={"type": "array", "items": STRING},
+        disabled=BOOLEAN,
+        updated_at=TIMESTAMP,
+        secret={"type": "string", "pattern": "^whsec_"},
+    ),
+    "DeletedWebhookEndpoint": resource(
+        "webhook_endpoint",
+        app_id=STRING,
+        url=STRING,
+        events={"type": "array", "items": STRING},
+        disabled=BOOLEAN,
+        updated_at=TIMESTAMP,
+        deleted={"const": True},
+    ),
+    "WebhookDelivery": resource(
+        "webhook_delivery",
+        app_id=STRING,
+        event_id=STRING,
+        event_type=STRING,
+        url=STRING,
+        status=enum("succeeded", "failed"),
+        http_status=nullable(INTEGER),
+        duration_ms=INTEGER,
+        error=nullable(STRING),
+        response_body=nullable(STRING),
+    ),
+    "Event": resource(
+        "event",
+        type=STRING,
+        livemode=BOOLEAN,
+        app_id=STRING,
+        data={"type": "object"},
+    ),
+    # -- payment-processor connection (interface 4.7, docs/processor.md) -----------------------
+    "ProcessorConnectLink": shape(
+        {
+            "object": {"const": "processor_connect_link"},
+            "url": STRING,
+            "state": STRING,
+            "app_id": STRING,
+            "livemode": BOOLEAN,
+            "mode": enum("test", "live"),
+            "expires_at": TIMESTAMP,
+        }
+    ),
+    "ProcessorConnection": resource(
+        "processor_connection",
+        activity=True,
+        app_id=STRING,
+        mode=enum("test", "live"),
+        account_id=STRING,
+        status=enum("active", "disconnected"),
+        connected_at=TIMESTAMP,
+        disconnected_at=nullable(TIMESTAMP),
+    ),
+    "ProcessorEvent": shape(
+        {
+            "object": {"const": "processor_event"},
+            "id": STRING,
+            "type": STRING,
+            "account": STRING,
+            "livemode": BOOLEAN,
+            "handled": BOOLEAN,
+            "records": {"type": "array", "items": {"type": "object"}},
+        }
     ),
 }
 
@@ -307,6 +387,9 @@ def _type_schema(tp: Any, definitions: dict[str, JsonObject]) -> JsonObject:
     if origin is Literal:
         values = list(get_args(tp))
         return {"enum": values} if len(values) > 1 else {"const": values[0]}
+    if origin is list:
+        (item,) = get_args(tp)
+        return {"type": "array", "items": _type_schema(item, definitions)}
     if tp is str:
         return {"type": "string", "minLength": 1}
     if tp is bool:

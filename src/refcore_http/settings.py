@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,6 +55,21 @@ def _flag(value: str, *, name: str) -> bool:
     raise SettingsError(f"{name} must be true or false")
 
 
+def _readable_file(value: str, *, name: str) -> str:
+    if not os.path.isfile(value) or not os.access(value, os.R_OK):
+        raise SettingsError(f"{name}: {value!r} is not a readable file")
+    return value
+
+
+def _http_url(value: str, *, name: str) -> str:
+    """An absolute https URL (http only for a loopback host, a developer's own processor stub)."""
+    parts = urllib.parse.urlsplit(value.strip())
+    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
+        raise SettingsError(f"{name} must be an absolute https:// URL")
+    return value.strip()
+
+
 def _secret_key(value: str | None) -> str | None:
     if value is not None and len(value) < MIN_SECRET_KEY_LENGTH:
         raise SettingsError(f"REFCORE_SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters")
@@ -74,6 +90,13 @@ class Settings:
     #: ``Access-Control-Allow-Origin`` of the public capture route.
     cors_allow_origin: str = "*"
     max_body_bytes: int = 1024 * 1024
+    #: ``REFCORE_PROCESSOR_CONNECT_URL``: the payment processor's app-install URL; connect links
+    #: add a signed ``state`` to it (docs/processor.md). Without it, connect-link is refused.
+    processor_connect_url: str | None = None
+    #: ``WEBHOOK_ALLOW_PRIVATE_NETWORKS``: let webhooks reach private and local addresses (decisions 7).
+    webhook_allow_private_networks: bool = False
+    #: ``REFCORE_WEBHOOK_CA_BUNDLE``: a PEM file of extra CAs trusted for webhook deliveries.
+    webhook_ca_bundle: str | None = None
 
     def __attrs_post_init__(self) -> None:
         _secret_key(self.secret_key)
@@ -101,6 +124,18 @@ class Settings:
             )
         if "REFCORE_CORS_ALLOW_ORIGIN" in env:
             values["cors_allow_origin"] = env["REFCORE_CORS_ALLOW_ORIGIN"]
+        if "WEBHOOK_ALLOW_PRIVATE_NETWORKS" in env:
+            values["webhook_allow_private_networks"] = _flag(
+                env["WEBHOOK_ALLOW_PRIVATE_NETWORKS"], name="WEBHOOK_ALLOW_PRIVATE_NETWORKS"
+            )
+        if env.get("REFCORE_WEBHOOK_CA_BUNDLE"):
+            values["webhook_ca_bundle"] = _readable_file(
+                env["REFCORE_WEBHOOK_CA_BUNDLE"], name="REFCORE_WEBHOOK_CA_BUNDLE"
+            )
+        if env.get("REFCORE_PROCESSOR_CONNECT_URL"):
+            values["processor_connect_url"] = _http_url(
+                env["REFCORE_PROCESSOR_CONNECT_URL"], name="REFCORE_PROCESSOR_CONNECT_URL"
+            )
         settings = cls(**values)
         return settings.with_overrides(**overrides)
 
