@@ -58,7 +58,9 @@ class SqlRepository(Generic[M]):
         return found[0] if found else None
 
     def find_one(self, where: Mapping[str, object], *, for_update: bool = False) -> M | None:
-        statement = self._select(where).order_by(self._table.c.id).limit(1)
+        # No ORDER BY: the port promises a single match, and sorting would keep the database
+        # from answering a unique lookup straight from its index.
+        statement = self._select(where).limit(1)
         if for_update:
             statement = statement.with_for_update()
         found = self._fetch(statement)

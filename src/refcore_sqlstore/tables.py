@@ -84,6 +84,16 @@ def _time(name: str, *, nullable: bool = False) -> Column[object]:
     return Column(name, UtcDateTime, nullable=nullable)
 
 
+def _activity_indexes(*filters: str) -> list[Index]:
+    """Indexes for the lists of one kind of activity: one App and mode, newest first, optionally
+    filtered by one more field. The filter sits between ``(app_id, mode)`` and ``id`` so that one
+    index range answers the whole query in ID order (and SQLite, without statistics, prefers
+    the index with the most equality columns, which is this one)."""
+    return [Index(None, "app_id", "mode", "id")] + [
+        Index(None, "app_id", "mode", name, "id") for name in filters
+    ]
+
+
 def _mode_check() -> CheckConstraint:
     return CheckConstraint("mode IN ('test', 'live')", name="mode")
 
@@ -224,7 +234,15 @@ links = Table(
     _time("deleted_at", nullable=True),
     # Codes are stored lower-case, which makes this key case-insensitive (decisions 2).
     UniqueConstraint("code"),
-    Index(None, "program_affiliate_id", "deleted_at", "id"),
+    # An affiliate's current links. Partial, because ``deleted_at IS NULL`` is not an equality
+    # a database can use to keep the index in ``id`` order.
+    Index(
+        "ix_links_current_program_affiliate_id_id",
+        "program_affiliate_id",
+        "id",
+        sqlite_where=text("deleted_at IS NULL"),
+        postgresql_where=text("deleted_at IS NULL"),
+    ),
     CheckConstraint("code = lower(code)", name="code_lower_case"),
 )
 
@@ -244,8 +262,7 @@ clicks = Table(
     _text("referrer", nullable=True),
     _text("visitor_ip", nullable=True),
     _text("visitor_user_agent", nullable=True),
-    Index(None, "app_id", "mode", "id"),
-    Index(None, "app_id", "mode", "program_id", "id"),
+    *_activity_indexes("program_id", "program_affiliate_id", "link_id"),
     _mode_check(),
 )
 
@@ -259,8 +276,7 @@ customers = Table(
     _text("external_customer_id", nullable=True),
     _text("email", nullable=True),
     UniqueConstraint("app_id", "mode", "external_customer_id"),
-    Index(None, "app_id", "mode", "email", "id"),
-    Index(None, "app_id", "mode", "id"),
+    *_activity_indexes("email"),
     _mode_check(),
 )
 
@@ -279,8 +295,7 @@ referrals = Table(
     _text("attribution_source", nullable=True),
     _text("promotion_code", nullable=True),
     UniqueConstraint("customer_id"),
-    Index(None, "app_id", "mode", "id"),
-    Index(None, "app_id", "mode", "program_id", "id"),
+    *_activity_indexes("program_id", "program_affiliate_id", "click_id"),
     _mode_check(),
 )
 
@@ -309,8 +324,7 @@ payments = Table(
     _int("lost_amount"),
     _int("open_dispute_count"),
     UniqueConstraint("app_id", "mode", "payment_id"),
-    Index(None, "app_id", "mode", "id"),
-    Index(None, "app_id", "mode", "program_id", "id"),
+    *_activity_indexes("program_id", "program_affiliate_id", "customer_id"),
     _mode_check(),
     CheckConstraint(
         "amount >= 0 AND refunded_amount >= 0 AND disputed_amount >= 0 AND lost_amount >= 0"
@@ -333,8 +347,7 @@ refunds = Table(
     _int("amount"),
     _time("created_at"),
     UniqueConstraint("app_id", "mode", "refund_id"),
-    Index(None, "transaction_id", "id"),
-    Index(None, "app_id", "mode", "id"),
+    *_activity_indexes("transaction_id", "payment_id"),
     _mode_check(),
     CheckConstraint("amount > 0", name="positive_amount"),
 )
@@ -353,8 +366,7 @@ disputes = Table(
     _time("created_at"),
     _time("updated_at"),
     UniqueConstraint("app_id", "mode", "dispute_id"),
-    Index(None, "transaction_id", "id"),
-    Index(None, "app_id", "mode", "id"),
+    *_activity_indexes("transaction_id", "payment_id", "status"),
     _mode_check(),
     CheckConstraint("amount > 0", name="positive_amount"),
 )
@@ -375,11 +387,10 @@ commission_entries = Table(
     _text("currency"),
     _time("available_at"),
     _time("created_at"),
+    *_activity_indexes("program_id", "program_affiliate_id", "transaction_id"),
+    # A payment's entries (rebalancing) and an affiliate's Live entries (balances, payouts).
     Index(None, "transaction_id", "id"),
     Index(None, "program_affiliate_id", "mode", "id"),
-    Index(None, "app_id", "mode", "id"),
-    Index(None, "app_id", "mode", "program_id", "id"),
-    Index(None, "app_id", "mode", "program_affiliate_id", "id"),
     _mode_check(),
 )
 
@@ -495,7 +506,7 @@ payout_executions = Table(
     Column("live_program_affiliate_id", Id, nullable=True),
     UniqueConstraint("live_program_affiliate_id"),
     Index(None, "batch_id", "id"),
-    Index(None, "program_affiliate_id", "id"),
+    Index(None, "program_affiliate_id", "status", "id"),
     Index(None, "program_id", "id"),
     CheckConstraint("amount > 0", name="positive_amount"),
 )
@@ -518,6 +529,7 @@ payout_requests = Table(
     UniqueConstraint("open_program_affiliate_id"),
     Index(None, "program_id", "id"),
     Index(None, "program_affiliate_id", "id"),
+    Index(None, "app_id", "id"),
 )
 
 payout_items = Table(

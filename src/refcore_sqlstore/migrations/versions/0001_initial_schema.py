@@ -379,10 +379,12 @@ def _create_tables() -> None:
         sa.UniqueConstraint("code", name=op.f("uq_links_code")),
     )
     op.create_index(
-        op.f("ix_links_program_affiliate_id_deleted_at_id"),
+        "ix_links_current_program_affiliate_id_id",
         "links",
-        ["program_affiliate_id", "deleted_at", "id"],
+        ["program_affiliate_id", "id"],
         unique=False,
+        sqlite_where=sa.text("deleted_at IS NULL"),
+        postgresql_where=sa.text("deleted_at IS NULL"),
     )
     op.create_table(
         "payout_details",
@@ -478,9 +480,9 @@ def _create_tables() -> None:
         op.f("ix_payout_executions_batch_id_id"), "payout_executions", ["batch_id", "id"], unique=False
     )
     op.create_index(
-        op.f("ix_payout_executions_program_affiliate_id_id"),
+        op.f("ix_payout_executions_program_affiliate_id_status_id"),
         "payout_executions",
-        ["program_affiliate_id", "id"],
+        ["program_affiliate_id", "status", "id"],
         unique=False,
     )
     op.create_index(
@@ -523,6 +525,15 @@ def _create_tables() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_clicks")),
     )
     op.create_index(op.f("ix_clicks_app_id_mode_id"), "clicks", ["app_id", "mode", "id"], unique=False)
+    op.create_index(
+        op.f("ix_clicks_app_id_mode_link_id_id"), "clicks", ["app_id", "mode", "link_id", "id"], unique=False
+    )
+    op.create_index(
+        op.f("ix_clicks_app_id_mode_program_affiliate_id_id"),
+        "clicks",
+        ["app_id", "mode", "program_affiliate_id", "id"],
+        unique=False,
+    )
     op.create_index(
         op.f("ix_clicks_app_id_mode_program_id_id"),
         "clicks",
@@ -575,6 +586,7 @@ def _create_tables() -> None:
             "open_program_affiliate_id", name=op.f("uq_payout_requests_open_program_affiliate_id")
         ),
     )
+    op.create_index(op.f("ix_payout_requests_app_id_id"), "payout_requests", ["app_id", "id"], unique=False)
     op.create_index(
         op.f("ix_payout_requests_program_affiliate_id_id"),
         "payout_requests",
@@ -632,7 +644,19 @@ def _create_tables() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_referrals")),
         sa.UniqueConstraint("customer_id", name=op.f("uq_referrals_customer_id")),
     )
+    op.create_index(
+        op.f("ix_referrals_app_id_mode_click_id_id"),
+        "referrals",
+        ["app_id", "mode", "click_id", "id"],
+        unique=False,
+    )
     op.create_index(op.f("ix_referrals_app_id_mode_id"), "referrals", ["app_id", "mode", "id"], unique=False)
+    op.create_index(
+        op.f("ix_referrals_app_id_mode_program_affiliate_id_id"),
+        "referrals",
+        ["app_id", "mode", "program_affiliate_id", "id"],
+        unique=False,
+    )
     op.create_index(
         op.f("ix_referrals_app_id_mode_program_id_id"),
         "referrals",
@@ -703,7 +727,19 @@ def _create_tables() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_payments")),
         sa.UniqueConstraint("app_id", "mode", "payment_id", name=op.f("uq_payments_app_id_mode_payment_id")),
     )
+    op.create_index(
+        op.f("ix_payments_app_id_mode_customer_id_id"),
+        "payments",
+        ["app_id", "mode", "customer_id", "id"],
+        unique=False,
+    )
     op.create_index(op.f("ix_payments_app_id_mode_id"), "payments", ["app_id", "mode", "id"], unique=False)
+    op.create_index(
+        op.f("ix_payments_app_id_mode_program_affiliate_id_id"),
+        "payments",
+        ["app_id", "mode", "program_affiliate_id", "id"],
+        unique=False,
+    )
     op.create_index(
         op.f("ix_payments_app_id_mode_program_id_id"),
         "payments",
@@ -774,6 +810,12 @@ def _create_tables() -> None:
         unique=False,
     )
     op.create_index(
+        op.f("ix_commission_entries_app_id_mode_transaction_id_id"),
+        "commission_entries",
+        ["app_id", "mode", "transaction_id", "id"],
+        unique=False,
+    )
+    op.create_index(
         op.f("ix_commission_entries_program_affiliate_id_mode_id"),
         "commission_entries",
         ["program_affiliate_id", "mode", "id"],
@@ -813,7 +855,24 @@ def _create_tables() -> None:
         sa.UniqueConstraint("app_id", "mode", "dispute_id", name=op.f("uq_disputes_app_id_mode_dispute_id")),
     )
     op.create_index(op.f("ix_disputes_app_id_mode_id"), "disputes", ["app_id", "mode", "id"], unique=False)
-    op.create_index(op.f("ix_disputes_transaction_id_id"), "disputes", ["transaction_id", "id"], unique=False)
+    op.create_index(
+        op.f("ix_disputes_app_id_mode_payment_id_id"),
+        "disputes",
+        ["app_id", "mode", "payment_id", "id"],
+        unique=False,
+    )
+    op.create_index(
+        op.f("ix_disputes_app_id_mode_status_id"),
+        "disputes",
+        ["app_id", "mode", "status", "id"],
+        unique=False,
+    )
+    op.create_index(
+        op.f("ix_disputes_app_id_mode_transaction_id_id"),
+        "disputes",
+        ["app_id", "mode", "transaction_id", "id"],
+        unique=False,
+    )
     op.create_table(
         "refunds",
         sa.Column("id", ID, nullable=False),
@@ -840,7 +899,18 @@ def _create_tables() -> None:
         sa.UniqueConstraint("app_id", "mode", "refund_id", name=op.f("uq_refunds_app_id_mode_refund_id")),
     )
     op.create_index(op.f("ix_refunds_app_id_mode_id"), "refunds", ["app_id", "mode", "id"], unique=False)
-    op.create_index(op.f("ix_refunds_transaction_id_id"), "refunds", ["transaction_id", "id"], unique=False)
+    op.create_index(
+        op.f("ix_refunds_app_id_mode_payment_id_id"),
+        "refunds",
+        ["app_id", "mode", "payment_id", "id"],
+        unique=False,
+    )
+    op.create_index(
+        op.f("ix_refunds_app_id_mode_transaction_id_id"),
+        "refunds",
+        ["app_id", "mode", "transaction_id", "id"],
+        unique=False,
+    )
     op.create_table(
         "payout_items",
         sa.Column("id", ID, nullable=False),

@@ -1,0 +1,169 @@
+"""Every query the services run is answered from an index range, never by reading history.
+
+The test records each ``SELECT`` the store sends while a workload runs (set-up, revenue, every
+activity list with every filter, cursors, commissions, balances, payouts, the outbox) and asks
+the database for its plan:
+
+- SQLite (``EXPLAIN QUERY PLAN``): every table access is a ``SEARCH`` (an index range); no
+  ``SCAN`` of a table or whole index, and no temporary B-tree to sort the result;
+- PostgreSQL (``EXPLAIN (FORMAT JSON)`` with sequential scans and sorts priced out, so that the
+  planner shows what it would do on a large table): no ``Seq Scan``, no ``Sort``, and every
+  index scan has an ``Index Cond`` (a range, not a walk over the whole index).
+
+The only whole-index walk allowed is the outbox's partial index of undelivered events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+
+from refcore.clocks import ManualClock
+from refcore.models import DisputeStatus, Mode
+from refcore.services import activity, affiliates, commissions, payouts, programs, tenancy
+from refcore.services.activity import ActivityQuery
+from refcore_sqlstore import SqlStore
+from tests.contract.scenario import World, build_world
+from tests.sqlstore.raw import engine_of
+
+#: A whole walk of this index reads only undelivered events, however long history is.
+ALLOWED_WALKS = frozenset({"ix_events_undelivered"})
+
+
+@contextmanager
+def recorded_selects(store: SqlStore) -> Iterator[list[tuple[str, Any]]]:
+    statements: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            statements.append((statement, parameters))
+
+    engine = engine_of(store)
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def _workload(store: SqlStore) -> None:
+    clock = ManualClock()
+    world: World = build_world(store.runtime(clock=clock), clock, hold_days=0)
+    rt, session = world.rt, world.session
+    customer = world.referred_customer()
+    world.identify(world.capture(), email="by-email@example.com")
+    payment = world.pay(customer, 10_000, payment_id="pay_1").record
+    world.pay(customer, 10_000, payment_id="pay_1")  # replay
+    world.refund("pay_1", 1_000, refund_id="re_1")
+    world.dispute("dp_1", "pay_1", DisputeStatus.OPENED, 1_000)
+    world.dispute("dp_1", "pay_1", DisputeStatus.LOST, 1_000)
+
+    values: dict[str, Mapping[str, str]] = {
+        "program_id": {"program_id": world.program.id},
+        "program_affiliate_id": {"program_affiliate_id": world.affiliate.id},
+        "link_id": {"link_id": world.link.id},
+        "customer_id": {"customer_id": customer.customer.id},
+        "click_id": {"click_id": customer.referral.click_id or ""},
+        "payment_id": {"payment_id": "pay_1"},
+        "transaction_id": {"transaction_id": payment.id},
+        "status": {"status": "lost"},
+        "external_customer_id": {"external_customer_id": customer.customer.external_customer_id or ""},
+        "email": {"email": "by-email@example.com"},
+    }
+    kinds = (
+        activity.CLICKS,
+        activity.CUSTOMERS,
+        activity.REFERRALS,
+        activity.PAYMENTS,
+        activity.REFUNDS,
+        activity.DISPUTES,
+        activity.COMMISSIONS,
+    )
+    for kind in kinds:
+        for filters in [{}, *(values[name] for name in sorted(kind.filters))]:
+            query = ActivityQuery(app_id=world.app.id, environment="live", filters=filters, limit=1)
+            page = activity.list_activity(rt, session, kind, query)
+            if page.data:
+                after = ActivityQuery(
+                    app_id=world.app.id, environment="live", filters=filters, starting_after=page.data[0].id
+                )
+                activity.list_activity(rt, session, kind, after)
+    for filters in [{}, *values_for(values, ("program_id", "program_affiliate_id", "transaction_id"))]:
+        commissions.list_commissions(rt, world.scope(Mode.LIVE), dict(filters))
+    commissions.payout_balance(rt, session, world.affiliate.id)
+    affiliates.list_program_affiliates(rt, session, world.program.id)
+    affiliates.list_links(rt, session, world.affiliate.id)
+    programs.list_programs(rt, session, world.app.id)
+    programs.list_terms(rt, session, world.program.id)
+    tenancy.list_apps(rt, session)
+    tenancy.list_api_keys(rt, session, world.app.id)
+    payouts.list_ready_payouts(rt, session, world.program.id)
+    payouts.mark_paid(rt, session, world.affiliate.id)
+    payouts.list_batches(rt, session, program_id=world.program.id)
+    store.outbox.claim(now=clock.now(), limit=10, lease_seconds=60)
+
+
+def values_for(values: Mapping[str, Mapping[str, str]], names: Sequence[str]) -> list[Mapping[str, str]]:
+    return [values[name] for name in names]
+
+
+def _sqlite_problems(store: SqlStore, statements: list[tuple[str, Any]]) -> list[str]:
+    problems = []
+    raw = engine_of(store).raw_connection()
+    try:
+        for statement, parameters in statements:
+            plan = [row[3] for row in raw.cursor().execute(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+            for step in plan:
+                walk = step.startswith("SCAN") and not any(f"INDEX {i}" in step for i in ALLOWED_WALKS)
+                if walk or "TEMP B-TREE" in step:
+                    problems.append(f"{step}  <-  {' '.join(statement.split())}")
+    finally:
+        raw.close()
+    return problems
+
+
+def _plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+def _postgres_problems(store: SqlStore, statements: list[tuple[str, Any]]) -> list[str]:
+    problems = []
+    raw = engine_of(store).raw_connection()
+    try:
+        cursor = raw.cursor()
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_sort = off")
+        for statement, parameters in statements:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", parameters)
+            document = cursor.fetchone()[0]
+            plan = (document if isinstance(document, list) else json.loads(document))[0]["Plan"]
+            for node in _plan_nodes(plan):
+                kind = node["Node Type"]
+                unbounded = (
+                    "Index" in kind
+                    and "Index Cond" not in node
+                    and node.get("Index Name") not in ALLOWED_WALKS
+                )
+                if kind in ("Seq Scan", "Sort", "Incremental Sort") or unbounded:
+                    problems.append(f"{kind} {node.get('Index Name', '')}  <-  {' '.join(statement.split())}")
+        raw.rollback()
+    finally:
+        raw.close()
+    return problems
+
+
+def test_every_query_of_the_services_reads_an_index_range(sql_store: SqlStore) -> None:
+    with recorded_selects(sql_store) as statements:
+        _workload(sql_store)
+    assert len(statements) > 100
+    if sql_store.dialect == "sqlite":
+        problems = _sqlite_problems(sql_store, statements)
+    else:
+        problems = _postgres_problems(sql_store, statements)
+    assert problems == []
