@@ -19,20 +19,40 @@ from refcore.services.principal import Principal, PrincipalKind
 from refcore.services.runtime import Tx
 
 
+def require_operator_kind(principal: Principal) -> None:
+    """Developer-side payout calls take a session or an App key (never an affiliate key)."""
+    if not (principal.is_session or principal.is_app_key):
+        raise Forbidden("Payout management needs a dashboard session or a Live App key")
+
+
+def require_live(principal: Principal) -> None:
+    """Payouts are Live only: a Test App key is refused, after tenancy was checked."""
+    if principal.is_app_key and principal.mode is not Mode.LIVE:
+        raise LiveKeyRequired("Payouts are Live only; use a Live App key (key_app_…)")
+
+
 def require_payout_operator(principal: Principal) -> None:
     """Developer-side payout calls: a session or a Live App key."""
-    if principal.is_session:
-        return
-    if principal.is_app_key:
-        if principal.mode is not Mode.LIVE:
-            raise LiveKeyRequired("Payouts are Live only; use a Live App key (key_app_…)")
-        return
-    raise Forbidden("Payout management needs a dashboard session or a Live App key")
+    require_operator_kind(principal)
+    require_live(principal)
 
 
-def operator_program(tx: Tx, principal: Principal, program_id: str) -> Program:
-    require_payout_operator(principal)
-    return require_program(tx, principal, program_id)
+def operator_program(
+    tx: Tx, principal: Principal, program_id: str, *, as_resource: tuple[str, str] | None = None
+) -> Program:
+    """The program of a Developer-side payout call. Checked in this order, so that another
+    tenant's object is ``404`` whatever the key's mode: the kind of credential (``403
+    forbidden``), tenancy (``404``, named after ``as_resource`` when the program was reached
+    through another object), then Live (``403 live_key_required``)."""
+    require_operator_kind(principal)
+    try:
+        program = require_program(tx, principal, program_id)
+    except NotFound:
+        if as_resource is None:
+            raise
+        raise NotFound.of(*as_resource) from None
+    require_live(principal)
+    return program
 
 
 def is_affiliate(principal: Principal) -> bool:

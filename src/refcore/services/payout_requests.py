@@ -17,13 +17,13 @@ from attrs import evolve
 
 from refcore.errors import NotFound, StateConflict, ValidationError
 from refcore.models.payout import PayoutRequest, PayoutRequestStatus
-from refcore.services.access import require_program
 from refcore.services.pagination import Page, paginate
 from refcore.services.payout_access import (
     is_affiliate,
     operator_program,
     own_affiliate,
-    require_payout_operator,
+    require_live,
+    require_operator_kind,
 )
 from refcore.services.payout_state import funds_of
 from refcore.services.principal import Principal
@@ -86,10 +86,11 @@ def list_payout_requests(
                 raise NotFound.of("program_affiliate", program_affiliate_id)
             where["program_affiliate_id"] = principal.program_affiliate_id
         else:
-            require_payout_operator(principal)
+            require_operator_kind(principal)
             if program_id is not None:
                 where["program_id"] = operator_program(tx, principal, program_id).id
             elif principal.is_app_key and principal.app_id is not None:
+                require_live(principal)
                 where["app_id"] = principal.app_id
             else:
                 raise ValidationError("program_id is required", param="program_id")
@@ -110,11 +111,7 @@ def _request(tx: Tx, principal: Principal, request_id: str, *, for_update: bool 
         if request.program_affiliate_id != principal.program_affiliate_id:
             raise NotFound.of("payout_request", request_id)
         return request
-    require_payout_operator(principal)
-    try:
-        require_program(tx, principal, request.program_id)
-    except NotFound:
-        raise NotFound.of("payout_request", request_id) from None
+    operator_program(tx, principal, request.program_id, as_resource=("payout_request", request_id))
     return request
 
 
@@ -124,7 +121,7 @@ def get_payout_request(rt: Runtime, principal: Principal, request_id: str) -> Pa
 
 def decline_payout_request(rt: Runtime, principal: Principal, request_id: str) -> PayoutRequest:
     """Developer only: ``open`` → ``declined``; anything else is ``409 state_conflict``."""
-    require_payout_operator(principal)
+    require_operator_kind(principal)
 
     def work(tx: Tx) -> PayoutRequest:
         request = _request(tx, principal, request_id, for_update=True)

@@ -38,9 +38,8 @@ from refcore.models.payout import (
 )
 from refcore.representation import represent
 from refcore.rules.payouts import csv_cell, is_ready, payout_total
-from refcore.services.access import require_program
 from refcore.services.pagination import Page, paginate, require_limit
-from refcore.services.payout_access import operator_program, require_payout_operator
+from refcore.services.payout_access import operator_program, require_live, require_operator_kind
 from refcore.services.payout_executions import complete, create_execution, record_success
 from refcore.services.payout_state import funds_of
 from refcore.services.principal import Principal
@@ -174,16 +173,15 @@ def render_csv(rows: list[ReadyPayout]) -> str:
 
 def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> PayoutExecution:
     """``POST /v1/ready-payouts/:programAffiliateId/mark-paid``."""
-    require_payout_operator(principal)
+    require_operator_kind(principal)
 
     def work(tx: Tx) -> PayoutExecution:
         affiliate = tx.uow.program_affiliates.get(program_affiliate_id)
         if affiliate is None:
             raise NotFound.of("program_affiliate", program_affiliate_id)
-        try:
-            program = require_program(tx, principal, affiliate.program_id)
-        except NotFound:
-            raise NotFound.of("program_affiliate", program_affiliate_id) from None
+        program = operator_program(
+            tx, principal, affiliate.program_id, as_resource=("program_affiliate", program_affiliate_id)
+        )
         for candidate in tx.uow.payout_executions.find_all(
             {"program_affiliate_id": affiliate.id, "status": PayoutExecutionStatus.READY}
         ):
@@ -245,14 +243,11 @@ def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> Payo
 
 
 def _batch(tx: Tx, principal: Principal, batch_id: str, *, for_update: bool = False) -> PayoutBatch:
-    require_payout_operator(principal)
+    require_operator_kind(principal)
     batch = tx.uow.payout_batches.get(batch_id, for_update=for_update)
     if batch is None:
         raise NotFound.of("payout_batch", batch_id)
-    try:
-        require_program(tx, principal, batch.program_id)
-    except NotFound:
-        raise NotFound.of("payout_batch", batch_id) from None
+    operator_program(tx, principal, batch.program_id, as_resource=("payout_batch", batch_id))
     return batch
 
 
@@ -279,7 +274,7 @@ def list_batches(
     starting_after: str | None = None,
 ) -> Page[PayoutBatch]:
     """Sessions name the program; a Live App key lists its App's batches (optionally one program)."""
-    require_payout_operator(principal)
+    require_operator_kind(principal)
 
     def work(tx: Tx) -> Page[PayoutBatch]:
         where: dict[str, object]
@@ -287,6 +282,7 @@ def list_batches(
             program = operator_program(tx, principal, program_id)
             where = {"program_id": program.id}
         elif principal.is_app_key and principal.app_id is not None:
+            require_live(principal)
             where = {"app_id": principal.app_id}
         else:
             raise ValidationError("program_id is required", param="program_id")
