@@ -37,3 +37,17 @@ def scalar(store: SqlStore, statement: str, *params: Any) -> Any:
 def count(store: SqlStore, table: str, **where: Any) -> int:
     condition = " AND ".join(f"{column} = ?" for column in where) or "1 = 1"
     return int(scalar(store, f"SELECT count(*) FROM {table} WHERE {condition}", *where.values()))
+
+
+def rows(store: SqlStore, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Every row of one read, on a plain driver connection of its own (see :func:`scalar`)."""
+    url = engine_of(store).url
+    if url.get_backend_name() == "sqlite":
+        assert url.database is not None
+        connection = sqlite3.connect(url.database)
+        try:
+            return [tuple(row) for row in connection.execute(statement, params).fetchall()]
+        finally:
+            connection.close()
+    with psycopg_connect(url.render_as_string(hide_password=False)) as pg:
+        return [tuple(row) for row in pg.execute(statement.replace("?", "%s"), params).fetchall()]  # type: ignore[arg-type]
