@@ -18,6 +18,7 @@ from schemathesis.checks import positive_data_acceptance
 from starlette.exceptions import StarletteDeprecationWarning
 
 from refcore.clocks import ManualClock
+from refcore.services.tenancy import issue_affiliate_key
 from refcore_http.app import create_app
 from refcore_http.settings import Settings
 from refcore_memstore import memory_runtime
@@ -27,7 +28,7 @@ from tests.http.world import Client, Tenant, new_activity, new_tenant
 EXAMPLES = 20
 
 
-def _target() -> tuple[schemathesis.BaseSchema, Tenant]:
+def _target() -> tuple[schemathesis.BaseSchema, Tenant, str]:
     """The app over a memory store with one tenant and some activity, and its loaded document.
 
     Built when the module is collected (Schemathesis parametrizes from the document), which costs
@@ -38,12 +39,16 @@ def _target() -> tuple[schemathesis.BaseSchema, Tenant]:
     client = Client(app)
     tenant = new_tenant(client, runtime, "props")
     new_activity(client, tenant, tenant.live_key, "1")
+    affiliate_key = runtime.transaction(
+        lambda tx: issue_affiliate_key(tx, tenant.app_id, tenant.affiliate_id).secret
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StarletteDeprecationWarning)
-        return schemathesis.openapi.from_asgi("/v1/openapi.json", app), tenant
+        return schemathesis.openapi.from_asgi("/v1/openapi.json", app), tenant, affiliate_key
 
 
-schema, TENANT = _target()
+#: ``AFFILIATE_KEY``: a key of the tenant's affiliate, for the affiliate side of payouts.
+schema, TENANT, AFFILIATE_KEY = _target()
 
 
 def _credential(auth: str, tenant: Tenant) -> dict[str, str]:
@@ -51,6 +56,8 @@ def _credential(auth: str, tenant: Tenant) -> dict[str, str]:
         "session": tenant.session,
         "session_or_app_key": tenant.session,
         "app_key": tenant.live_key,
+        "affiliate_key": AFFILIATE_KEY,
+        "affiliate_key_or_developer": AFFILIATE_KEY,
         "none_or_app_key": None,
         "none": None,
     }[auth]

@@ -9,13 +9,16 @@ to :func:`_targets`, so no endpoint can skip this check.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from refcore.clocks import ManualClock
 from refcore.models import DeliveryStatus, EventType, WebhookDelivery
 from refcore.services.principal import PrincipalKind
 from refcore.services.runtime import Runtime, Tx
+from refcore.services.tenancy import issue_affiliate_key
 from refcore_http.app import all_endpoints
 from refcore_http.endpoints import Endpoint
 from tests.http.world import Activity, Client, Tenant, expect, new_activity, new_tenant
@@ -32,6 +35,38 @@ class World:
     key_id: str
     terms_id: str
     webhook_delivery_id: str
+    payouts: Payouts
+
+
+@dataclass
+class Payouts:
+    """Tenant A's payout objects: an open request and a prepared batch with one execution."""
+
+    request_id: str
+    batch_id: str
+    execution_id: str
+
+
+def _payout_objects(client: Client, runtime: Runtime, clock: ManualClock, a: Tenant) -> Payouts:
+    """A payment past its hold, then a payout request (affiliate key) and a batch (session)."""
+    click = expect(client.post("/v1/capture", a.live_key, {"via": a.link_code}), 201)
+    who = expect(
+        client.post("/v1/identify", a.live_key, {"click_id": click["click_id"], "external_customer_id": "p"}),
+        201,
+    )
+    payment = {
+        "payment_id": "pay_payout",
+        "customer_id": who["customer_id"],
+        "program_id": a.program_id,
+        "amount": 10000,
+        "currency": "usd",
+    }
+    expect(client.post("/v1/transactions", a.live_key, payment), 201)
+    clock.advance(timedelta(days=31))
+    affiliate_key = runtime.transaction(lambda tx: issue_affiliate_key(tx, a.app_id, a.affiliate_id).secret)
+    request = expect(client.post("/v1/payout-requests", affiliate_key, {"program_id": a.program_id}), 201)
+    batch = expect(client.post("/v1/payout-batches", a.session, {"program_id": a.program_id}), 201)
+    return Payouts(request["id"], batch["id"], batch["executions"][0]["id"])
 
 
 def _webhook_delivery(runtime: Runtime, app_id: str) -> str:
@@ -57,7 +92,7 @@ def _webhook_delivery(runtime: Runtime, app_id: str) -> str:
 
 
 @pytest.fixture
-def world(client: Client, runtime: Runtime) -> World:
+def world(client: Client, runtime: Runtime, clock: ManualClock) -> World:
     a = new_tenant(client, runtime, "alpha")
     b = new_tenant(client, runtime, "beta")
     live = new_activity(client, a, a.live_key, "live")
@@ -73,6 +108,7 @@ def world(client: Client, runtime: Runtime) -> World:
         key_id=keys[0]["id"],
         terms_id=terms["id"],
         webhook_delivery_id=_webhook_delivery(runtime, a.app_id),
+        payouts=_payout_objects(client, runtime, clock, a),
     )
 
 
@@ -112,6 +148,14 @@ def _targets(w: World, act: Activity) -> dict[str, dict[str, str]]:
             "appId": a.app_id,
             "deliveryId": w.webhook_delivery_id,
         },
+        "/v1/payout-requests/:id": {"id": w.payouts.request_id},
+        "/v1/payout-requests/:id/decline": {"id": w.payouts.request_id},
+        "/v1/ready-payouts/:programAffiliateId/mark-paid": {"programAffiliateId": a.affiliate_id},
+        "/v1/payout-batches/:id": {"id": w.payouts.batch_id},
+        "/v1/payout-batches/:id/dispatch": {"id": w.payouts.batch_id},
+        "/v1/payout-executions/:id": {"id": w.payouts.execution_id},
+        "/v1/payout-executions/:id/succeeded": {"id": w.payouts.execution_id},
+        "/v1/payout-executions/:id/failed": {"id": w.payouts.execution_id},
     }
 
 
@@ -173,7 +217,9 @@ def test_another_tenants_object_is_not_found(client: Client, world: World, endpo
         error = expect(response, 404)["error"]
         assert error["code"].endswith("not_found"), error
     if endpoint.method == "GET":  # the owner sees it: the 404 above is about tenancy, not the ID
-        expect(client.get(url, world.a.session), 200)
+        # Payout instructions go to a Live App key only (decisions 11), not to a session.
+        owner = world.a.live_key if endpoint.path == "/v1/payout-executions/:id" else world.a.session
+        expect(client.get(url, owner), 200)
 
 
 def test_another_tenants_attempts_changed_nothing(client: Client, world: World) -> None:

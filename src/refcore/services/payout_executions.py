@@ -193,11 +193,11 @@ def report_outcome(
     """``POST /v1/payout-executions/:id/succeeded|failed``."""
     if outcome not in OUTCOMES:
         raise ValidationError("outcome must be succeeded or failed", param="outcome")
-    key = require_idempotency_key(idempotency_key)
     note = optional_text(reason, param="reason", max_length=1000)
 
     def work(tx: Tx) -> Reported:
         execution = execution_for_live_key(tx, principal, execution_id, for_update=True)
+        key = require_idempotency_key(idempotency_key)  # after the lookup: a foreign ID is 404
         if execution.status in OUTCOMES:
             if execution.idempotency_key == key and execution.status is outcome:
                 return Reported(execution, replay=True)
