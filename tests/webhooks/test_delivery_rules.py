@@ -28,8 +28,9 @@ def _events(world: World) -> list[Event]:
 
 
 def test_a_receiver_answering_after_5_s_is_a_time_out_near_3_s_and_the_payment_stays(
-    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+    world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase, product_deliverer: Deliverer
 ) -> None:
+    dispatcher = WebhookDispatcher(world.rt, MemoryOutbox(database), box, product_deliverer)
     receiver.secret = configure(world, box, receiver.url("/slow")).secret
     payment_id = _pay(world)
 

@@ -22,7 +22,7 @@ from refcore_http.webhooks.dispatcher import WebhookDispatcher
 from refcore_sqlstore import SqlStore
 from tests.contract.scenario import build_world
 from tests.stores import fresh_postgres_database
-from tests.webhooks.conftest import SECRET_KEY
+from tests.webhooks.conftest import SECRET_KEY, TEST_BUDGET
 from tests.webhooks.pki import Pki
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.world import configure, deliveries, produce_every_event
@@ -37,7 +37,7 @@ def _serve_dispatcher(database_url: str, ca_bundle: str, start: multiprocessing.
         store.runtime(),
         store.outbox,
         SecretBox(SECRET_KEY),
-        Deliverer(allow_private_networks=True, ca_bundle=ca_bundle),
+        Deliverer(allow_private_networks=True, ca_bundle=ca_bundle, timeout_seconds=TEST_BUDGET),
         concurrency=4,
     )
     start.wait(30)
@@ -80,6 +80,7 @@ def test_two_server_processes_on_one_postgresql_deliver_every_event_exactly_once
             assert [p.exitcode for p in processes] == [0, 0]
 
             sent = sorted(h.payload["id"] for h in receiver.hits("/ok"))
+            assert len(sent) == len(set(sent)), "an event was sent twice"
             assert sent == due
             assert sorted(d.event_id for d in deliveries(world)) == due
             events: list[Event] = world.rt.read(lambda tx: tx.uow.events.find_all({}))
