@@ -68,6 +68,22 @@ def _strict_literal(value: object, tp: Any) -> object:
     return value
 
 
+def _is_list(tp: Any) -> bool:
+    return get_origin(tp) is list
+
+
+def _strict_list(value: object, tp: Any) -> list[Any]:
+    """A JSON array only: cattrs would otherwise iterate a string into characters (or an object
+    into its keys) and accept it."""
+    if not isinstance(value, list):
+        raise _Mistyped("a list")
+    (item,) = get_args(tp)
+    try:
+        return [converter.structure(element, item) for element in value]
+    except _Mistyped as exc:
+        raise _Mistyped(f"a list of {exc.expected.removeprefix('a ').removeprefix('an ')}s") from None
+
+
 def _attrs_hook_factory(cls: type) -> Any:
     """Nested attrs classes must arrive as JSON objects; say so instead of a cattrs internal."""
     inner: Callable[[Mapping[str, Any], Any], Any] = make_dict_structure_fn(
@@ -120,6 +136,7 @@ converter.register_structure_hook(int, _strict_int)
 converter.register_structure_hook(str, _strict_str)
 converter.register_structure_hook(bool, _strict_bool)
 converter.register_structure_hook_func(_is_literal, _strict_literal)
+converter.register_structure_hook_func(_is_list, _strict_list)
 converter.register_structure_hook_factory(has, _attrs_hook_factory)
 converter.register_structure_hook_factory(_is_tagged_union, _tagged_union_hook_factory)
 

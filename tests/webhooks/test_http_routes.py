@@ -79,6 +79,8 @@ def test_http_urls_and_bad_fields_are_validation_errors_naming_the_field(
         ({"url": "http://hooks.example.com/x"}, "url"),
         ({"url": URL, "events": ["webhook.test"]}, "events"),
         ({"url": URL, "events": [1]}, "events"),
+        ({"url": URL, "events": "affiliate.created"}, "events"),
+        ({"url": URL, "events": {"affiliate.created": True}}, "events"),
         ({"url": URL, "disabled": "no"}, "disabled"),
         ({"url": URL, "secret": "whsec_chosen"}, "secret"),
         ({}, "url"),
