@@ -198,18 +198,30 @@ def record_refund(rt: Runtime, scope: Scope, report: RefundReport) -> Recorded:
     payment_id = require_text(report.payment_id, param="payment_id")
     amount = require_amount(report.amount, param="amount", positive=True)
 
+    where = {"app_id": scope.app_id, "mode": scope.mode, "refund_id": refund_id}
+
+    def replay(tx: Tx) -> Recorded | None:
+        """The stored refund when this report repeats one; ``None`` when the refund is new."""
+        existing = tx.uow.refunds.find_one(where)
+        if existing is None:
+            return None
+        if (existing.payment_id, existing.amount) != (payment_id, amount):
+            raise IdempotencyConflict(
+                f"refund_id {refund_id} was already used with different details",
+                param="refund_id",
+            )
+        return Recorded(existing, created=False)
+
     def work(tx: Tx) -> Recorded:
-        existing = tx.uow.refunds.find_one(
-            {"app_id": scope.app_id, "mode": scope.mode, "refund_id": refund_id}
-        )
-        if existing is not None:
-            if (existing.payment_id, existing.amount) != (payment_id, amount):
-                raise IdempotencyConflict(
-                    f"refund_id {refund_id} was already used with different details",
-                    param="refund_id",
-                )
-            return Recorded(existing, created=False)
+        replayed = replay(tx)
+        if replayed is not None:
+            return replayed
         payment = _locked_payment(tx, scope, payment_id)
+        # Look again under the payment's lock: the same refund, reported concurrently, may have
+        # committed while this report waited for the lock (PostgreSQL reads at READ COMMITTED).
+        replayed = replay(tx)
+        if replayed is not None:
+            return replayed
         require_within_payment(payment, amount)
         refund = Refund(
             id=tx.new_id("txn"),
