@@ -139,6 +139,12 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
 
     def work(tx: Tx) -> Identified:
         evidence = _evidence(tx, scope, request, click_id, code, email)
+        if external_id is None:
+            # A customer known only by e-mail has no unique key a database can enforce (a NULL
+            # external_customer_id never clashes), so concurrent identifies of one would each
+            # create a customer. They take turns on the App's row instead: the second one in
+            # reads the first one's committed customer and answers it.
+            tx.uow.apps.get(scope.app_id, for_update=True)
         existing = _existing_customer(tx, scope, external_id, email)
         if existing is not None:
             referral = tx.uow.referrals.find_one({"customer_id": existing.id})
