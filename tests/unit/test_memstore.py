@@ -1,0 +1,185 @@
+"""The in-memory store behaves like a database transaction (issue 2): nothing is visible until
+commit, a failed unit of work leaves nothing behind, unique keys clash like constraints, and the
+ledger is append-only."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pytest
+
+from refcore.clocks import ManualClock
+from refcore.errors import ConcurrentWrite, RefcoreError, ValidationError
+from refcore.models import CommissionEntry, EntryKind, Event, EventType, Mode, Organization, User
+from refcore.services.runtime import Runtime, Tx
+from refcore_memstore import MemoryDatabase, MemoryUnitOfWork, memory_runtime
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def org(id: str, name: str = "Acme") -> Organization:
+    return Organization(id=id, name=name, created_at=NOW)
+
+
+def entry(id: str) -> CommissionEntry:
+    return CommissionEntry(
+        id=id,
+        app_id="app_1",
+        mode=Mode.LIVE,
+        program_id="prg_1",
+        program_affiliate_id="aff_1",
+        transaction_id="txn_1",
+        source_id="txn_1",
+        kind=EntryKind.EARNED,
+        amount=100,
+        currency="usd",
+        available_at=NOW,
+        created_at=NOW,
+    )
+
+
+def test_memstore_commit_makes_writes_visible_to_later_units_of_work() -> None:
+    db = MemoryDatabase()
+    with MemoryUnitOfWork(db) as uow:
+        uow.organizations.add(org("org_1"))
+        assert uow.organizations.get("org_1") == org("org_1")  # a unit of work sees its own writes
+        uow.commit()
+    with MemoryUnitOfWork(db) as uow:
+        assert uow.organizations.get("org_1") == org("org_1")
+
+
+def test_memstore_leaving_without_commit_discards_every_write() -> None:
+    db = MemoryDatabase()
+    with MemoryUnitOfWork(db) as uow:
+        uow.organizations.add(org("org_1"))
+        uow.commit()
+    with MemoryUnitOfWork(db) as uow:
+        uow.organizations.add(org("org_2"))
+        uow.organizations.replace(org("org_1", "Renamed"))
+    with MemoryUnitOfWork(db) as uow:
+        assert uow.organizations.find_all({}) == [org("org_1")]
+
+
+def test_memstore_an_exception_rolls_back_the_whole_transaction() -> None:
+    rt = memory_runtime(clock=ManualClock())
+
+    def work(tx: Tx) -> None:
+        tx.uow.organizations.add(org("org_1"))
+        tx.emit(EventType.AFFILIATE_CREATED, app_id="app_1", livemode=True, data={"id": "aff_1"})
+        raise ValidationError("refused", param="x")
+
+    with pytest.raises(ValidationError):
+        rt.transaction(work)
+    assert rt.read(lambda tx: (tx.uow.organizations.find_all({}), tx.uow.events.find_all({}))) == ([], [])
+
+
+def test_memstore_a_second_unit_of_work_waits_and_then_sees_the_commit() -> None:
+    db = MemoryDatabase()
+    seen: list[Organization | None] = []
+    first = MemoryUnitOfWork(db).__enter__()
+    first.organizations.add(org("org_1"))
+
+    def second() -> None:
+        with MemoryUnitOfWork(db) as uow:
+            seen.append(uow.organizations.get("org_1"))
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    assert seen == []  # cannot have read: the first unit of work still holds the store
+    first.commit()
+    first.__exit__(None, None, None)
+    thread.join()
+    assert seen == [org("org_1")]
+
+
+def test_memstore_unique_keys_clash_like_constraints_and_null_never_clashes() -> None:
+    db = MemoryDatabase()
+    with MemoryUnitOfWork(db) as uow:
+        uow.users.add(User(id="usr_1", email="a@example.com", created_at=NOW))
+        uow.commit()
+    with MemoryUnitOfWork(db) as uow, pytest.raises(ConcurrentWrite):
+        uow.users.add(User(id="usr_2", email="a@example.com", created_at=NOW))
+    with MemoryUnitOfWork(db) as uow:
+        uow.users.add(User(id="usr_2", email="b@example.com", created_at=NOW))
+        with pytest.raises(ConcurrentWrite):  # against a staged row too
+            uow.users.add(User(id="usr_3", email="b@example.com", created_at=NOW))
+        with pytest.raises(ConcurrentWrite):  # the same ID twice
+            uow.users.add(User(id="usr_1", email="c@example.com", created_at=NOW))
+
+
+def test_memstore_commission_entries_are_append_only() -> None:
+    db = MemoryDatabase()
+    with MemoryUnitOfWork(db) as uow:
+        uow.commission_entries.add(entry("com_1"))
+        uow.commit()
+    with MemoryUnitOfWork(db) as uow, pytest.raises(TypeError):
+        uow.commission_entries.replace(entry("com_1"))
+
+
+def test_memstore_find_all_is_oldest_first_and_page_newest_first() -> None:
+    db = MemoryDatabase()
+    with MemoryUnitOfWork(db) as uow:
+        for id in ("org_3", "org_1", "org_2", "org_4"):
+            uow.organizations.add(org(id, "same"))
+        uow.commit()
+    with MemoryUnitOfWork(db) as uow:
+        assert [o.id for o in uow.organizations.find_all({"name": "same"})] == [
+            "org_1",
+            "org_2",
+            "org_3",
+            "org_4",
+        ]
+        assert [o.id for o in uow.organizations.page({}, limit=2, before=None)] == ["org_4", "org_3"]
+        assert [o.id for o in uow.organizations.page({}, limit=5, before="org_3")] == ["org_2", "org_1"]
+        assert uow.organizations.find_one({"name": "other"}) is None
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.batches: list[Sequence[Event]] = []
+
+    def events_committed(self, events: Sequence[Event]) -> None:
+        self.batches.append(events)
+
+
+def test_runtime_tells_the_notifier_only_after_a_commit() -> None:
+    notifier = Recording()
+    rt = memory_runtime(clock=ManualClock(), notifier=notifier)
+
+    def emit(fail: bool) -> None:
+        def work(tx: Tx) -> None:
+            tx.emit(EventType.AFFILIATE_CREATED, app_id="app_1", livemode=True, data={"id": "aff_1"})
+            if fail:
+                raise ValidationError("refused")
+
+        rt.transaction(work)
+
+    with pytest.raises(ValidationError):
+        emit(fail=True)
+    assert notifier.batches == []
+    emit(fail=False)
+    assert [[e.data["id"] for e in batch] for batch in notifier.batches] == [["aff_1"]]
+
+
+def test_runtime_runs_the_work_again_after_a_lost_race_then_gives_up() -> None:
+    rt: Runtime = memory_runtime(clock=ManualClock())
+    attempts: list[int] = []
+
+    def flaky(tx: Tx) -> str:
+        attempts.append(1)
+        tx.uow.organizations.add(org(f"org_{len(attempts)}"))
+        if len(attempts) < 3:
+            raise ConcurrentWrite("lost a race")
+        return "done"
+
+    assert rt.transaction(flaky) == "done"
+    assert [o.id for o in rt.read(lambda tx: tx.uow.organizations.find_all({}))] == ["org_3"]
+
+    def always(tx: Tx) -> None:
+        raise ConcurrentWrite("lost a race")
+
+    with pytest.raises(RefcoreError) as caught:
+        rt.transaction(always)
+    assert caught.value.code == "state_conflict"
