@@ -1,0 +1,107 @@
+"""An affiliate's own links, through its affiliate key (interface 4.4, decisions 1).
+
+An affiliate key acts as exactly one program affiliate. Naming any other program, or any link
+that is not that affiliate's own (another affiliate's, a deleted one), answers ``404`` as if it
+did not exist, so a key reveals nothing about the rest of the App.
+
+Links are created by :func:`refcore.services.affiliates.create_link_in`, the same code path as
+Developer-managed links: codes are unique installation-wide and permanent. A pending affiliate
+may prepare links (they attribute once it is approved); a disabled one may read and delete its
+links but not create new ones (``409 state_conflict``).
+"""
+
+from __future__ import annotations
+
+from attrs import evolve
+
+from refcore.errors import Forbidden, NotFound, StateConflict, ValidationError
+from refcore.models import AffiliateStatus, Link, ProgramAffiliate
+from refcore.services.affiliates import create_link_in
+from refcore.services.pagination import Page, paginate
+from refcore.services.principal import Principal, PrincipalKind
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import LINK_CODE, require_text
+
+
+def own_affiliate(tx: Tx, principal: Principal, program_id: str) -> ProgramAffiliate:
+    """The caller's program affiliate, which must be in ``program_id``; else ``404``."""
+    if principal.kind is not PrincipalKind.AFFILIATE_KEY or principal.program_affiliate_id is None:
+        raise Forbidden("This endpoint needs an affiliate key (key_aff_…)")
+    affiliate = tx.uow.program_affiliates.get(principal.program_affiliate_id)
+    if affiliate is None or affiliate.program_id != program_id:
+        raise NotFound.of("program", program_id)
+    return affiliate
+
+
+def _own_link(tx: Tx, affiliate: ProgramAffiliate, link_id: str, *, for_update: bool = False) -> Link:
+    link = tx.uow.links.get(link_id, for_update=for_update)
+    if link is None or link.program_affiliate_id != affiliate.id or link.deleted_at is not None:
+        raise NotFound.of("link", link_id)
+    return link
+
+
+def _code(value: object) -> str | None:
+    if value is None:
+        return None
+    code = require_text(value, param="code", max_length=64).lower()
+    if not LINK_CODE.match(code):
+        raise ValidationError("code must be 3-64 of a-z, 0-9, _ and -", param="code")
+    return code
+
+
+def list_own_links(
+    rt: Runtime,
+    principal: Principal,
+    program_id: str,
+    *,
+    limit: object = None,
+    starting_after: str | None = None,
+) -> Page[Link]:
+    """The affiliate's live links in the program, newest first."""
+
+    def work(tx: Tx) -> Page[Link]:
+        affiliate = own_affiliate(tx, principal, program_id)
+        return paginate(
+            tx.uow.links,
+            {"program_affiliate_id": affiliate.id, "deleted_at": None},
+            prefix="lnk",
+            limit=limit,
+            starting_after=starting_after,
+        )
+
+    return rt.read(work)
+
+
+def create_own_link(
+    rt: Runtime, principal: Principal, program_id: str, name: object, code: object = None
+) -> Link:
+    """A named link; ``code`` is generated when not given."""
+    link_name = require_text(name, param="name")
+    link_code = _code(code)
+
+    def work(tx: Tx) -> Link:
+        affiliate = own_affiliate(tx, principal, program_id)
+        if affiliate.status is AffiliateStatus.DISABLED:
+            raise StateConflict("A disabled affiliate cannot create links")
+        return create_link_in(tx, affiliate, link_code, link_name)
+
+    return rt.transaction(work)
+
+
+def get_own_link(rt: Runtime, principal: Principal, program_id: str, link_id: str) -> Link:
+    def work(tx: Tx) -> Link:
+        return _own_link(tx, own_affiliate(tx, principal, program_id), link_id)
+
+    return rt.read(work)
+
+
+def delete_own_link(rt: Runtime, principal: Principal, program_id: str, link_id: str) -> Link:
+    """The link stops attributing; its code stays reserved (a published URL never changes owner)."""
+
+    def work(tx: Tx) -> Link:
+        link = _own_link(tx, own_affiliate(tx, principal, program_id), link_id, for_update=True)
+        link = evolve(link, deleted_at=tx.now)
+        tx.uow.links.replace(link)
+        return link
+
+    return rt.transaction(work)

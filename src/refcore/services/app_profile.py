@@ -1,0 +1,136 @@
+"""An App's profile for its affiliates: the agreement (published versions) and the logo.
+
+Both are App configuration: a session of the App's organization or one of the App's keys may
+change them (decisions 1); another tenant's App is ``404``. The join page shows the current
+agreement and the logo to anyone (:mod:`refcore.services.join`), and the logo's bytes are served
+publicly by ``GET /v1/apps/:id/logo``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from attrs import evolve
+
+from refcore.errors import NotFound
+from refcore.models.app_profile import AgreementVersion, AppLogo
+from refcore.rules.images import require_logo
+from refcore.services.access import require_app
+from refcore.services.principal import Principal
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import require_text
+
+MAX_AGREEMENT = 100_000
+
+
+# -- agreement -------------------------------------------------------------------------------
+
+
+def current_agreement(tx: Tx, app_id: str) -> AgreementVersion | None:
+    """The newest published version, read as one row (not the whole history)."""
+    newest = tx.uow.agreement_versions.page({"app_id": app_id}, limit=1, before=None)
+    return newest[0] if newest else None
+
+
+def publish_agreement(rt: Runtime, principal: Principal, app_id: str, text: object) -> AgreementVersion:
+    """A new version; it becomes current at once. Earlier versions are kept, never changed."""
+    body = require_text(text, param="text", max_length=MAX_AGREEMENT)
+
+    def work(tx: Tx) -> AgreementVersion:
+        require_app(tx, principal, app_id)
+        version = AgreementVersion(id=tx.new_id("agr"), app_id=app_id, text=body, created_at=tx.now)
+        tx.uow.agreement_versions.add(version)
+        return version
+
+    return rt.transaction(work)
+
+
+def agreement_history(rt: Runtime, principal: Principal, app_id: str) -> list[AgreementVersion]:
+    """Every published version, newest (current) first."""
+
+    def work(tx: Tx) -> list[AgreementVersion]:
+        require_app(tx, principal, app_id)
+        return list(reversed(tx.uow.agreement_versions.find_all({"app_id": app_id})))
+
+    return rt.read(work)
+
+
+def get_agreement_version(
+    rt: Runtime, principal: Principal, app_id: str, version_id: str
+) -> AgreementVersion:
+    def work(tx: Tx) -> AgreementVersion:
+        require_app(tx, principal, app_id)
+        version = tx.uow.agreement_versions.get(version_id)
+        if version is None or version.app_id != app_id:
+            raise NotFound.of("agreement_version", version_id)
+        return version
+
+    return rt.read(work)
+
+
+# -- logo ------------------------------------------------------------------------------------
+
+
+def current_logo(tx: Tx, app_id: str) -> AppLogo | None:
+    logo = tx.uow.app_logos.find_one({"app_id": app_id})
+    return logo if logo is not None and logo.present else None
+
+
+def upload_logo(rt: Runtime, principal: Principal, app_id: str, data: bytes) -> AppLogo:
+    """Store ``data`` as the App's logo, replacing any earlier one.
+
+    The type is sniffed from the bytes (PNG, JPEG or WebP; SVG and anything else refused) and the
+    size checked before the App is even looked up, so a refused upload touches nothing.
+    """
+    content_type = require_logo(data)
+    sha256 = hashlib.sha256(data).hexdigest()
+
+    def work(tx: Tx) -> AppLogo:
+        require_app(tx, principal, app_id)
+        existing = tx.uow.app_logos.find_one({"app_id": app_id}, for_update=True)
+        if existing is None:
+            logo = AppLogo(id=tx.new_id("logo"), app_id=app_id, created_at=tx.now, updated_at=tx.now)
+        else:
+            logo = existing
+        logo = evolve(
+            logo,
+            content_type=content_type.value,
+            data=bytes(data),
+            sha256=sha256,
+            size=len(data),
+            updated_at=tx.now,
+        )
+        if existing is None:
+            tx.uow.app_logos.add(logo)
+        else:
+            tx.uow.app_logos.replace(logo)
+        return logo
+
+    return rt.transaction(work)
+
+
+def remove_logo(rt: Runtime, principal: Principal, app_id: str) -> AppLogo:
+    """Clear the logo; ``404 logo_not_found`` when there is none. The row stays (no deletes)."""
+
+    def work(tx: Tx) -> AppLogo:
+        require_app(tx, principal, app_id)
+        logo = tx.uow.app_logos.find_one({"app_id": app_id}, for_update=True)
+        if logo is None or not logo.present:
+            raise NotFound(f"App {app_id} has no logo", code="logo_not_found")
+        logo = evolve(logo, content_type=None, data=None, sha256=None, size=0, updated_at=tx.now)
+        tx.uow.app_logos.replace(logo)
+        return logo
+
+    return rt.transaction(work)
+
+
+def public_logo(rt: Runtime, app_id: str) -> AppLogo:
+    """The logo anyone may fetch (the join page shows it); ``404 logo_not_found`` without one."""
+
+    def work(tx: Tx) -> AppLogo:
+        logo = current_logo(tx, app_id)
+        if logo is None:
+            raise NotFound("No logo here", code="logo_not_found")
+        return logo
+
+    return rt.read(work)

@@ -1,0 +1,158 @@
+"""An App's numbers for one mode and one period (interface 4.2 "overview").
+
+Counts (``clicks``, ``referrals``, ``attributed_customers``) and, per currency of the App's
+programs, money: ``revenue`` (all payments), ``attributed_revenue``, ``commissions_earned``,
+``commissions_reversed`` (as a positive amount), ``commissions_reinstated`` and
+``commissions_paid``. Definitions, all over the half-open period ``[start, end)``:
+
+- a click, referral or payment counts when it was recorded in the period; a referral is one
+  identified customer, and ``attributed_customers`` are the referrals that are attributed;
+- commissions count by the ledger entries created in the period (``earned``, ``reversal``,
+  ``reinstatement`` entries), so a refund in this period of a payment from last month shows as
+  a reversal now;
+- ``commissions_paid`` is the total of Live payouts completed in the period (a payout pays the
+  net of its entries); Test mode never pays out, so it is 0 there.
+
+Each figure is one aggregate query (:mod:`refcore.ports.metrics`) answered from an index range.
+Money in a currency that none of the App's programs uses (a processor payment without identify
+metadata, in another currency) is not shown: a program's currency is what commissions are in.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from attrs import frozen
+
+from refcore.errors import ModeMismatch, ValidationError
+from refcore.models import EntryKind, Mode
+from refcore.models.payout import PayoutExecutionStatus
+from refcore.ports.metrics import ActivityMetrics, Period
+from refcore.services.access import require_app
+from refcore.services.principal import Principal
+from refcore.services.runtime import Runtime, Tx
+from refcore.validation import require_choice
+
+DEFAULT_PERIOD = timedelta(days=30)
+
+
+@frozen
+class CurrencyTotals:
+    currency: str
+    revenue: int
+    attributed_revenue: int
+    commissions_earned: int
+    commissions_reversed: int
+    commissions_reinstated: int
+    commissions_paid: int
+
+
+@frozen
+class Overview:
+    app_id: str
+    mode: Mode
+    start: datetime
+    end: datetime
+    clicks: int
+    referrals: int
+    attributed_customers: int
+    currencies: tuple[CurrencyTotals, ...]
+
+
+def parse_moment(value: object, *, param: str) -> datetime | None:
+    """An ISO 8601 date or date-time; without a zone it is UTC. ``None`` stays ``None``."""
+    if value is None or isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValidationError(f"{param} must be an ISO 8601 date or date-time", param=param) from None
+    else:
+        raise ValidationError(f"{param} must be an ISO 8601 date or date-time", param=param)
+    if moment is not None and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment
+
+
+def _mode(principal: Principal, environment: object) -> Mode:
+    """Sessions choose (default ``live``); App keys read their own mode and may only confirm it."""
+    asked = None if environment is None else require_choice(environment, Mode, param="environment")
+    if principal.is_app_key and principal.mode is not None:
+        if asked is not None and asked is not principal.mode:
+            raise ModeMismatch(
+                f"environment {asked.value} does not match the {principal.mode.value} mode of the key",
+                param="environment",
+            )
+        return principal.mode
+    return asked or Mode.LIVE
+
+
+def _money(
+    metrics: ActivityMetrics, app_id: str, mode: Mode, currency: str, period: Period
+) -> CurrencyTotals:
+    scope = {"app_id": app_id, "mode": mode, "currency": currency}
+    attributed = metrics.sum("payments", "amount", {**scope, "attributed": True}, within=period)
+    unattributed = metrics.sum("payments", "amount", {**scope, "attributed": False}, within=period)
+
+    def entries(kind: EntryKind) -> int:
+        return metrics.sum("commission_entries", "amount", {**scope, "kind": kind}, within=period)
+
+    paid = 0
+    if mode is Mode.LIVE:
+        paid = metrics.sum(
+            "payout_executions",
+            "amount",
+            {"app_id": app_id, "status": PayoutExecutionStatus.SUCCEEDED, "currency": currency},
+            within=Period(start=period.start, end=period.end, field="completed_at"),
+        )
+    return CurrencyTotals(
+        currency=currency,
+        revenue=attributed + unattributed,
+        attributed_revenue=attributed,
+        commissions_earned=entries(EntryKind.EARNED),
+        commissions_reversed=-entries(EntryKind.REVERSAL),
+        commissions_reinstated=entries(EntryKind.REINSTATEMENT),
+        commissions_paid=paid,
+    )
+
+
+def overview(
+    rt: Runtime,
+    principal: Principal,
+    app_id: str,
+    *,
+    environment: object = None,
+    start: object = None,
+    end: object = None,
+) -> Overview:
+    """The figures of ``[start, end)``; by default the 30 days up to now (now included)."""
+    mode = _mode(principal, environment)
+    given_start = parse_moment(start, param="from")
+    given_end = parse_moment(end, param="to")
+
+    def work(tx: Tx) -> Overview:
+        require_app(tx, principal, app_id)
+        period_end = given_end or tx.now
+        period_start = given_start or period_end - DEFAULT_PERIOD
+        if period_start >= period_end:
+            raise ValidationError("from must be before to", param="from")
+        # Without ``to`` the period runs up to now inclusive: what happened this very moment counts.
+        period = Period(start=period_start, end=given_end)
+        metrics = tx.uow.metrics()
+        scope = {"app_id": app_id, "mode": mode}
+        attributed = metrics.count("referrals", {**scope, "attributed": True}, within=period)
+        unattributed = metrics.count("referrals", {**scope, "attributed": False}, within=period)
+        currencies = sorted({p.currency for p in tx.uow.programs.find_all({"app_id": app_id})})
+        return Overview(
+            app_id=app_id,
+            mode=mode,
+            start=period_start,
+            end=period_end,
+            clicks=metrics.count("clicks", scope, within=period),
+            referrals=attributed + unattributed,
+            attributed_customers=attributed,
+            currencies=tuple(_money(metrics, app_id, mode, c, period) for c in currencies),
+        )
+
+    return rt.read(work)

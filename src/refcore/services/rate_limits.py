@@ -1,0 +1,61 @@
+"""Fixed-window rate limits kept in the store, so that they hold across every server process.
+
+A limit is a key (``join:email:<digest>``) and a number of uses per window. Each use takes the
+window's :class:`~refcore.models.signup.RateLimitCounter` row ``for_update`` and counts up inside
+the caller's unit of work, so:
+
+- the count and the action it limits commit together, or not at all (a refused or failed request
+  uses nothing);
+- two processes racing for the last use are serialised by the row lock (PostgreSQL) or the write
+  lock (SQLite); two racing for the *first* use of a window clash on the unique
+  (``key``, ``window_start``) and the loser's unit of work runs again and sees the winner's row.
+
+Windows are aligned to the epoch (every hour on the hour for a one-hour window), so every process
+agrees on which window a moment falls in without sharing anything but the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+from attrs import evolve
+
+from refcore.errors import RateLimited
+from refcore.models.signup import RateLimitCounter
+from refcore.representation import timestamp
+from refcore.services.runtime import Tx
+
+
+def limit_key(scope: str, value: str) -> str:
+    """A counter key that does not store ``value`` (an address, an IP) in clear."""
+    return f"{scope}:{hashlib.sha256(value.encode('utf-8')).hexdigest()}"
+
+
+def window_start(moment: datetime, window: timedelta) -> datetime:
+    size = int(window.total_seconds())
+    if size <= 0:
+        raise ValueError("a rate-limit window must be at least one second")
+    seconds = int(moment.timestamp())
+    return datetime.fromtimestamp(seconds - seconds % size, UTC)
+
+
+def take(tx: Tx, key: str, *, limit: int, window: timedelta) -> None:
+    """Use one of ``limit`` uses of ``key`` in the current window, or raise ``429 rate_limited``."""
+    start = window_start(tx.now, window)
+    counters = tx.uow.rate_limit_counters
+    counter = counters.find_one({"key": key, "window_start": start}, for_update=True)
+    if counter is None:
+        if limit < 1:
+            raise _refused(start, window)
+        counters.add(
+            RateLimitCounter(id=tx.new_id("rlc"), key=key, window_start=start, count=1, created_at=tx.now)
+        )
+        return
+    if counter.count >= limit:
+        raise _refused(start, window)
+    counters.replace(evolve(counter, count=counter.count + 1))
+
+
+def _refused(start: datetime, window: timedelta) -> RateLimited:
+    return RateLimited(f"Too many requests; try again after {timestamp(start + window)}")
