@@ -81,6 +81,12 @@ class InvalidSignupToken(InvalidInput):
     code = "invalid_signup_token"
 
 
+class InvalidSignature(InvalidInput):
+    """A processor event whose signature header is missing, malformed, wrong or too old."""
+
+    code = "invalid_signature"
+
+
 # -- 401 / 403 -------------------------------------------------------------------------------
 
 
@@ -184,6 +190,7 @@ CATALOG: dict[str, ErrorKind] = {
     "amount_exceeds_payment": ErrorKind.INVALID_INPUT,
     "currency_mismatch": ErrorKind.INVALID_INPUT,
     "invalid_starting_after": ErrorKind.INVALID_INPUT,
+    "invalid_signature": ErrorKind.INVALID_INPUT,
     "invalid_signup_token": ErrorKind.INVALID_INPUT,
     "unauthenticated": ErrorKind.UNAUTHENTICATED,
     "forbidden": ErrorKind.FORBIDDEN,

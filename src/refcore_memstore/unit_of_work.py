@@ -35,6 +35,7 @@ from refcore.models.payout import (
     PayoutItem,
     PayoutRequest,
 )
+from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore_memstore.database import APPEND_ONLY, UNIQUE_KEYS, MemoryDatabase
 from refcore_memstore.metrics import MemoryMetrics
@@ -69,6 +70,7 @@ class MemoryUnitOfWork:
     payout_batches: MemoryRepository[PayoutBatch]
     payout_executions: MemoryRepository[PayoutExecution]
     payout_items: MemoryRepository[PayoutItem]
+    processor_connections: MemoryRepository[ProcessorConnection]
     pending_signups: MemoryRepository[PendingSignup]
     rate_limit_counters: MemoryRepository[RateLimitCounter]
     agreement_versions: MemoryRepository[AgreementVersion]

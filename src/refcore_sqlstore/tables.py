@@ -308,9 +308,10 @@ payments = Table(
     _ref("app_id", "apps"),
     _text("mode"),
     _text("payment_id"),
-    _ref("customer_id", "customers"),
-    _ref("program_id", "programs"),
-    _ref("referral_id", "referrals"),
+    # None for a processor payment without the identify metadata (unattributed, docs/processor.md).
+    _ref("customer_id", "customers", nullable=True),
+    _ref("program_id", "programs", nullable=True),
+    _ref("referral_id", "referrals", nullable=True),
     _int("amount"),
     _text("currency"),
     _bool("attributed"),
@@ -624,3 +625,27 @@ Index(
     commission_entries.c.created_at,
 )
 Index(None, payout_executions.c.app_id, payout_executions.c.status, payout_executions.c.completed_at)
+
+# -- payment-processor connections -----------------------------------------------------------
+
+processor_connections = Table(
+    "processor_connections",
+    metadata,
+    _pk(),
+    _ref("app_id", "apps"),
+    _text("mode"),
+    _text("account_id"),
+    _text("webhook_secret_ciphertext"),
+    _text("install_nonce"),
+    _time("created_at"),
+    _time("connected_at"),
+    _time("disconnected_at", nullable=True),
+    # Set while the connection is active: one per App and mode, one App per account and mode.
+    _text("active_app_mode", nullable=True),
+    _text("active_account_mode", nullable=True),
+    UniqueConstraint("install_nonce"),
+    UniqueConstraint("active_app_mode"),
+    UniqueConstraint("active_account_mode"),
+    Index(None, "app_id", "id"),
+    _mode_check(),
+)

@@ -48,6 +48,7 @@ from refcore.models.payout import (
     PayoutItem,
     PayoutRequest,
 )
+from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.mapping import RowMapper
@@ -86,6 +87,7 @@ MODELS: dict[str, type] = {
     "rate_limit_counters": RateLimitCounter,
     "agreement_versions": AgreementVersion,
     "app_logos": AppLogo,
+    "processor_connections": ProcessorConnection,
 }
 
 #: Repositories whose records may never be replaced (the ledger).
@@ -130,6 +132,7 @@ class SqlUnitOfWork:
     rate_limit_counters: SqlRepository[RateLimitCounter]
     agreement_versions: SqlRepository[AgreementVersion]
     app_logos: SqlRepository[AppLogo]
+    processor_connections: SqlRepository[ProcessorConnection]
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import refcore
 
-FORBIDDEN_ROOTS = frozenset({"sqlalchemy", "starlette", "uvicorn", "httpx", "psycopg", "psycopg2", "alembic"})
+FORBIDDEN_ROOTS = frozenset(
+    {"sqlalchemy", "starlette", "uvicorn", "httpx", "psycopg", "psycopg2", "alembic", "stripe"}
+)
 PACKAGE_DIR = Path(refcore.__file__).parent
 
 

@@ -29,9 +29,11 @@ class Payment:
     app_id: str
     mode: Mode
     payment_id: str
-    customer_id: str
-    program_id: str
-    referral_id: str
+    #: ``None`` only for a processor payment that carried no identify metadata: it stays in
+    #: history unattributed, with no customer, referral or program (docs/processor.md).
+    customer_id: str | None
+    program_id: str | None
+    referral_id: str | None
     amount: int
     currency: str
     attributed: bool

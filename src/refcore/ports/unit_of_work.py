@@ -40,6 +40,7 @@ from refcore.models.payout import (
     PayoutItem,
     PayoutRequest,
 )
+from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore.ports.metrics import ActivityMetrics
 from refcore.ports.repository import Repository
@@ -101,6 +102,8 @@ class UnitOfWork(Protocol):
     def payout_executions(self) -> Repository[PayoutExecution]: ...
     @property
     def payout_items(self) -> Repository[PayoutItem]: ...
+    @property
+    def processor_connections(self) -> Repository[ProcessorConnection]: ...
 
     @property
     def pending_signups(self) -> Repository[PendingSignup]: ...

@@ -23,7 +23,7 @@ _EVENT_OF_KIND = {
 
 
 def append_entry(tx: Tx, payment: Payment, kind: EntryKind, amount: int, source_id: str) -> CommissionEntry:
-    assert payment.program_affiliate_id is not None
+    assert payment.program_affiliate_id is not None and payment.program_id is not None
     entry = CommissionEntry(
         id=tx.new_id("com"),
         app_id=payment.app_id,

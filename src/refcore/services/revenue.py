@@ -156,15 +156,93 @@ def record_payment(
     return rt.transaction(work)
 
 
+@frozen
+class UnattributedPaymentReport:
+    """A payment with no customer: the processor reported it without identify metadata."""
+
+    payment_id: object
+    amount: object
+    currency: object
+
+
+def record_unattributed_payment(
+    rt: Runtime, scope: Scope, report: UnattributedPaymentReport, *, source: RevenueSource
+) -> Recorded:
+    """Keep a payment that names no customer in history: unattributed, no commission, no program.
+
+    Only the processor reports such payments (its payments carry the identify metadata when the
+    App attached it; decisions 4, "unattributed payments"). Idempotent like :func:`record_payment`,
+    and it locks the revenue source the same way, so history and the lock never depend on whether
+    the App remembered the metadata.
+    """
+    payment_id = require_text(report.payment_id, param="payment_id")
+    amount = require_amount(report.amount, param="amount", positive=False)
+    currency = require_currency(report.currency)
+
+    def work(tx: Tx) -> Recorded:
+        existing = tx.uow.payments.find_one(
+            {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
+        )
+        if existing is not None:
+            same = (existing.customer_id, existing.program_id, existing.amount, existing.currency)
+            if same != (None, None, amount, currency):
+                raise IdempotencyConflict(
+                    f"payment_id {payment_id} was already used with different details",
+                    param="payment_id",
+                )
+            return Recorded(existing, created=False)
+        app = tx.uow.apps.get(scope.app_id)
+        assert app is not None
+        _require_revenue_source(app, scope.mode, source)
+        payment = Payment(
+            id=tx.new_id("txn"),
+            app_id=scope.app_id,
+            mode=scope.mode,
+            payment_id=payment_id,
+            customer_id=None,
+            program_id=None,
+            referral_id=None,
+            amount=amount,
+            currency=currency,
+            attributed=False,
+            commission_amount=0,
+            available_at=tx.now,
+            source=source,
+            created_at=tx.now,
+        )
+        tx.uow.payments.add(payment)
+        _lock_revenue_source(tx, app, scope.mode, source, amount)
+        tx.emit(
+            EventType.TRANSACTION_CREATED,
+            app_id=scope.app_id,
+            livemode=scope.mode.livemode,
+            data=represent(payment),
+        )
+        return Recorded(payment, created=True)
+
+    return rt.transaction(work)
+
+
 def _require_revenue_source(app: App, mode: Mode, source: RevenueSource) -> None:
-    """API revenue is refused once the processor is connected in that mode or owns the lock."""
+    """API revenue is refused once the processor is connected in that mode or owns the lock;
+    processor revenue is refused once API revenue owns the lock (decisions 4)."""
     if source is not RevenueSource.API:
+        if mode is Mode.LIVE and app.live_revenue_source is RevenueSource.API:
+            raise RevenueSourceConflict(
+                "This App's Live revenue source is locked to API reporting; processor revenue is refused"
+            )
         return
     locked_to_processor = mode is Mode.LIVE and app.live_revenue_source is RevenueSource.PROCESSOR
     if app.processor_connected(mode) or locked_to_processor:
         raise RevenueSourceConflict(
             "This App takes its revenue from the payment processor; API revenue is refused"
         )
+
+
+def _require_source_for(tx: Tx, scope: Scope, source: RevenueSource) -> None:
+    app = tx.uow.apps.get(scope.app_id)
+    assert app is not None
+    _require_revenue_source(app, scope.mode, source)
 
 
 def _lock_revenue_source(tx: Tx, app: App, mode: Mode, source: RevenueSource, amount: int) -> None:
@@ -193,7 +271,9 @@ def _locked_payment(tx: Tx, scope: Scope, payment_id: str) -> Payment:
 # -- refunds ---------------------------------------------------------------------------------
 
 
-def record_refund(rt: Runtime, scope: Scope, report: RefundReport) -> Recorded:
+def record_refund(
+    rt: Runtime, scope: Scope, report: RefundReport, *, source: RevenueSource = RevenueSource.API
+) -> Recorded:
     refund_id = require_text(report.refund_id, param="refund_id")
     payment_id = require_text(report.payment_id, param="payment_id")
     amount = require_amount(report.amount, param="amount", positive=True)
@@ -216,6 +296,7 @@ def record_refund(rt: Runtime, scope: Scope, report: RefundReport) -> Recorded:
         replayed = replay(tx)
         if replayed is not None:
             return replayed
+        _require_source_for(tx, scope, source)
         payment = _locked_payment(tx, scope, payment_id)
         # Look again under the payment's lock: the same refund, reported concurrently, may have
         # committed while this report waited for the lock (PostgreSQL reads at READ COMMITTED).
@@ -251,23 +332,31 @@ def record_refund(rt: Runtime, scope: Scope, report: RefundReport) -> Recorded:
 # -- disputes --------------------------------------------------------------------------------
 
 
-def report_dispute(rt: Runtime, scope: Scope, report: DisputeReport) -> Recorded:
+def report_dispute(
+    rt: Runtime, scope: Scope, report: DisputeReport, *, source: RevenueSource = RevenueSource.API
+) -> Recorded:
     dispute_id = require_text(report.dispute_id, param="dispute_id")
     payment_id = require_text(report.payment_id, param="payment_id")
     status = require_choice(report.status, DisputeStatus, param="status")
     amount = require_amount(report.amount, param="amount", positive=True)
 
-    def work(tx: Tx) -> Recorded:
-        where = {"app_id": scope.app_id, "mode": scope.mode, "dispute_id": dispute_id}
-        existing = tx.uow.disputes.find_one(where)
+    def same_identity(existing: Dispute | None) -> Dispute | None:
+        """The stored dispute, if any, provided this report names the same payment and amount."""
         if existing is not None and (existing.payment_id, existing.amount) != (payment_id, amount):
             raise IdempotencyConflict(
                 f"dispute_id {dispute_id} was already used with a different payment or amount",
                 param="dispute_id",
             )
+        return existing
+
+    def work(tx: Tx) -> Recorded:
+        where = {"app_id": scope.app_id, "mode": scope.mode, "dispute_id": dispute_id}
+        same_identity(tx.uow.disputes.find_one(where))
+        _require_source_for(tx, scope, source)
         payment = _locked_payment(tx, scope, payment_id)
-        # Read again under the payment's lock: a concurrent report may have just created it.
-        existing = tx.uow.disputes.find_one(where, for_update=True)
+        # Read again under the payment's lock: a concurrent report may have just created it, and
+        # perhaps for another payment (a different lock), so its identity is checked again.
+        existing = same_identity(tx.uow.disputes.find_one(where, for_update=True))
         if existing is None:
             return _open_dispute(tx, scope, payment, dispute_id, status, amount)
         return _advance_dispute(tx, payment, existing, status)
