@@ -82,7 +82,12 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
     try:
         principal = await authorize(request, endpoint.access, context.runtime)
         query = parse_query(request.query_params, endpoint.query)
-        body, sent = await _payload(request, endpoint, context.settings)
+        raw_body = b""
+        if endpoint.raw_body:
+            raw_body = await read_body(request, limit=context.settings.max_body_bytes)
+            body, sent = None, frozenset[str]()
+        else:
+            body, sent = await _payload(request, endpoint, context.settings)
         call = Call(
             runtime=context.runtime,
             settings=context.settings,
@@ -94,6 +99,7 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
             sent=sent,
             visitor=visitor_of(request, context.settings.trusted_proxies),
             headers=request.headers,
+            raw_body=raw_body,
         )
         response = _render(await run_in_threadpool(endpoint.handler, call))
     except RefcoreError as exc:

@@ -147,6 +147,8 @@ class Call:
     visitor: Visitor
     #: The request headers, case-insensitive (``Idempotency-Key`` of payout reports).
     headers: Mapping[str, str] = field(factory=dict)
+    #: The exact request bytes, for endpoints with ``raw_body`` (signed payloads); else empty.
+    raw_body: bytes = b""
 
     @property
     def who(self) -> Principal:
@@ -191,6 +193,9 @@ class Endpoint:
     cors: bool = False
     description: str = ""
     tags: tuple[str, ...] = ()
+    #: The handler reads the exact bytes itself (``Call.raw_body``): a payload whose signature
+    #: covers those bytes (processor events). The dispatcher neither decodes nor structures it.
+    raw_body: bool = False
 
     @property
     def path_params(self) -> tuple[str, ...]:

@@ -45,7 +45,7 @@ def _error_statuses(endpoint: Endpoint) -> list[int]:
         statuses.append(401)
         if endpoint.access.kinds:
             statuses.append(403)
-    if endpoint.path_params or endpoint.body is not None or endpoint.query:
+    if endpoint.path_params or endpoint.body is not None or endpoint.query or endpoint.raw_body:
         statuses.append(404)
     if endpoint.method in ("POST", "PATCH", "PUT", "DELETE"):
         statuses += [409, 413]
@@ -108,6 +108,11 @@ def _operation(endpoint: Endpoint, definitions: dict[str, JsonObject]) -> JsonOb
         operation["description"] = endpoint.description
     if parameters:
         operation["parameters"] = parameters
+    if endpoint.raw_body:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
     if endpoint.body is not None:
         operation["requestBody"] = {
             "required": True,

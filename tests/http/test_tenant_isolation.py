@@ -17,8 +17,14 @@ import pytest
 from refcore.clocks import ManualClock
 from refcore.models import DeliveryStatus, EventType, WebhookDelivery
 from refcore.services.principal import PrincipalKind
+from refcore.services.processor_connection import (
+    ProcessorKeys,
+    claim_pending_install,
+    create_connect_link,
+    disconnect,
+)
 from refcore.services.runtime import Runtime, Tx
-from refcore.services.tenancy import issue_affiliate_key
+from refcore.services.tenancy import authenticate, issue_affiliate_key
 from refcore_http.app import all_endpoints
 from refcore_http.endpoints import Endpoint
 from tests.http.world import Activity, Client, Tenant, expect, new_activity, new_tenant
@@ -36,6 +42,10 @@ class World:
     terms_id: str
     webhook_delivery_id: str
     payouts: Payouts
+    agreement_version_id: str
+    #: An affiliate key of each tenant's affiliate, by App ID (hosted signups issue these).
+    affiliate_keys: dict[str, str]
+    processor_connection_id: str
 
 
 @dataclass
@@ -91,6 +101,25 @@ def _webhook_delivery(runtime: Runtime, app_id: str) -> str:
     return runtime.transaction(work)
 
 
+def _processor_connection(runtime: Runtime, a: Tenant) -> str:
+    """A Test processor connection of ``a``, claimed through the core (no install URL needed) and
+    disconnected again, so that ``a`` may still report Test revenue through the API."""
+    keys = ProcessorKeys("isolation-tests-server-key-0123456789")
+    owner = authenticate(runtime, a.session)
+    link = create_connect_link(
+        runtime, owner, keys, "https://processor.example/install", app_id=a.app_id, mode="test"
+    )
+    claimed = claim_pending_install(
+        runtime, owner, keys, state=link.state, account_id="acct_1Isolation", webhook_secret="whsec_isolation"
+    )
+    disconnect(runtime, owner, app_id=a.app_id, mode="test")
+    return claimed.connection.id
+
+
+def _affiliate_key(runtime: Runtime, tenant: Tenant) -> str:
+    return runtime.transaction(lambda tx: issue_affiliate_key(tx, tenant.app_id, tenant.affiliate_id).secret)
+
+
 @pytest.fixture
 def world(client: Client, runtime: Runtime, clock: ManualClock) -> World:
     a = new_tenant(client, runtime, "alpha")
@@ -109,6 +138,11 @@ def world(client: Client, runtime: Runtime, clock: ManualClock) -> World:
         terms_id=terms["id"],
         webhook_delivery_id=_webhook_delivery(runtime, a.app_id),
         payouts=_payout_objects(client, runtime, clock, a),
+        agreement_version_id=expect(
+            client.patch(f"/v1/apps/{a.app_id}/agreement", a.session, {"text": "Be fair"}), 200
+        )["current"]["id"],
+        affiliate_keys={t.app_id: _affiliate_key(runtime, t) for t in (a, b)},
+        processor_connection_id=_processor_connection(runtime, a),
     )
 
 
@@ -156,6 +190,14 @@ def _targets(w: World, act: Activity) -> dict[str, dict[str, str]]:
         "/v1/payout-executions/:id": {"id": w.payouts.execution_id},
         "/v1/payout-executions/:id/succeeded": {"id": w.payouts.execution_id},
         "/v1/payout-executions/:id/failed": {"id": w.payouts.execution_id},
+        "/v1/affiliate/programs/:programId/links": {"programId": a.program_id},
+        "/v1/affiliate/programs/:programId/links/:linkId": {"programId": a.program_id, "linkId": a.link_id},
+        "/v1/apps/:id/agreement": {"id": a.app_id},
+        "/v1/apps/:id/agreement/versions/:versionId": {"id": a.app_id, "versionId": w.agreement_version_id},
+        "/v1/apps/:id/logo": {"id": a.app_id},
+        "/v1/apps/:id/setup-status": {"id": a.app_id},
+        "/v1/apps/:id/overview": {"id": a.app_id},
+        "/v1/processor/connections/:id": {"id": w.processor_connection_id},
     }
 
 
@@ -167,6 +209,8 @@ _BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/program-affiliates/:id/links"): {"name": "Promo"},
     ("PATCH", "/v1/program-affiliates/:id/links/:linkId"): {"name": "Renamed"},
     ("PUT", "/v1/apps/:appId/webhook"): {"url": "https://attacker.example/hook"},
+    ("PATCH", "/v1/apps/:id/agreement"): {"text": "Their agreement"},
+    ("POST", "/v1/affiliate/programs/:programId/links"): {"name": "Sneaky"},
 }
 
 _ACTIVITY_PATHS = frozenset(
@@ -183,7 +227,8 @@ _ACTIVITY_PATHS = frozenset(
 
 
 def _with_ids() -> list[Endpoint]:
-    return [e for e in all_endpoints() if e.path_params]
+    # Public endpoints (the join page by slug, the public logo) belong to no tenant to cross.
+    return [e for e in all_endpoints() if e.path_params and not e.access.ignored]
 
 
 def _url(endpoint: Endpoint, params: dict[str, str]) -> str:
@@ -193,11 +238,13 @@ def _url(endpoint: Endpoint, params: dict[str, str]) -> str:
     return path
 
 
-def _other_tenant_credentials(endpoint: Endpoint, b: Tenant) -> list[str]:
+def _other_tenant_credentials(endpoint: Endpoint, b: Tenant, affiliate_key: str | None = None) -> list[str]:
     kinds = endpoint.access.kinds
     credentials = [b.session] if PrincipalKind.SESSION in kinds else []
     if PrincipalKind.APP_KEY in kinds:
         credentials += [b.live_key, b.test_key]
+    if PrincipalKind.AFFILIATE_KEY in kinds and affiliate_key is not None:
+        credentials.append(affiliate_key)
     return credentials
 
 
@@ -210,7 +257,7 @@ def test_every_endpoint_with_an_id_is_covered(world: World) -> None:
 def test_another_tenants_object_is_not_found(client: Client, world: World, endpoint: Endpoint) -> None:
     url = _url(endpoint, _targets(world, world.live)[endpoint.path])
     body = _BODIES.get((endpoint.method, endpoint.path))
-    credentials = _other_tenant_credentials(endpoint, world.b)
+    credentials = _other_tenant_credentials(endpoint, world.b, world.affiliate_keys[world.b.app_id])
     assert credentials, "every endpoint with an ID takes some credential"
     for token in credentials:
         response = client.request(endpoint.method, url, token, json=body)
@@ -219,13 +266,15 @@ def test_another_tenants_object_is_not_found(client: Client, world: World, endpo
     if endpoint.method == "GET":  # the owner sees it: the 404 above is about tenancy, not the ID
         # Payout instructions go to a Live App key only (decisions 11), not to a session.
         owner = world.a.live_key if endpoint.path == "/v1/payout-executions/:id" else world.a.session
+        if endpoint.access.kinds == {PrincipalKind.AFFILIATE_KEY}:  # an affiliate's own links
+            owner = world.affiliate_keys[world.a.app_id]
         expect(client.get(url, owner), 200)
 
 
 def test_another_tenants_attempts_changed_nothing(client: Client, world: World) -> None:
     for endpoint in _with_ids():
         url = _url(endpoint, _targets(world, world.live)[endpoint.path])
-        for token in _other_tenant_credentials(endpoint, world.b):
+        for token in _other_tenant_credentials(endpoint, world.b, world.affiliate_keys[world.b.app_id]):
             client.request(endpoint.method, url, token, json=_BODIES.get((endpoint.method, endpoint.path)))
     a = world.a
     assert expect(client.get(f"/v1/programs/{a.program_id}", a.session), 200)["status"] == "active"

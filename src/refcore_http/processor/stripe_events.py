@@ -1,0 +1,188 @@
+"""The processor's events, parsed with the official ``stripe`` package and mapped onto revenue.
+
+Which events count (interface 4.1 rule 4: only once successful or complete):
+
+============================================ ================================================
+Event type                                    Revenue change
+============================================ ================================================
+``charge.succeeded``, ``charge.captured``     a payment, once the charge is ``succeeded`` and
+                                              ``captured``: ``payment_id`` = the charge ID,
+                                              ``amount`` = ``amount_captured``; the charge's
+                                              ``metadata`` carries identify's keys
+``charge.refunded``                           each ``succeeded`` refund in ``charge.refunds``
+``refund.created``, ``refund.updated``,       the refund, once ``succeeded``: ``refund_id`` =
+``charge.refund.updated``                     the ``re_…`` ID, ``payment_id`` = its charge
+``charge.dispute.created``, ``.updated``,     the dispute in the status its object shows (below):
+``.closed``, ``.funds_withdrawn``,            ``dispute_id`` = the ``dp_…`` ID, ``payment_id``
+``.funds_reinstated``                         = its charge, ``amount`` = the dispute amount
+anything else                                 nothing (answered ``200``, ``handled: false``)
+============================================ ================================================
+
+The charge is the canonical payment (not the PaymentIntent or the invoice): every successful
+payment of every product has exactly one, whatever created it, and refunds and disputes name it
+directly. Its metadata is the PaymentIntent's, which the processor copies onto the charge when
+the PaymentIntent is confirmed.
+
+Dispute statuses map by the dispute object, not only by the event name, so that a late or
+repeated event can never move a dispute backwards: ``needs_response``, ``under_review`` and the
+inquiry statuses ``warning_needs_response`` / ``warning_under_review`` are ``opened``; ``won`` is
+``won``; ``lost`` is ``lost``; ``warning_closed`` (an inquiry that never became a chargeback),
+``prevented`` and ``charge_refunded`` are ``withdrawn``. ``charge.dispute.funds_reinstated`` of a
+``lost`` dispute is ``funds_reinstated``; of a ``won`` one (the usual case: the funds withdrawn
+when it opened come back), it is ``won``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import stripe
+from attrs import frozen
+
+from refcore.errors import ValidationError
+from refcore.models import DisputeStatus
+from refcore.services.processor_events import (
+    ProcessorChange,
+    ProcessorDispute,
+    ProcessorPayment,
+    ProcessorRefund,
+)
+
+PAYMENT_EVENTS = frozenset({"charge.succeeded", "charge.captured"})
+CHARGE_REFUNDED = "charge.refunded"
+REFUND_EVENTS = frozenset({"refund.created", "refund.updated", "charge.refund.updated"})
+DISPUTE_EVENTS = frozenset(
+    {
+        "charge.dispute.created",
+        "charge.dispute.updated",
+        "charge.dispute.closed",
+        "charge.dispute.funds_withdrawn",
+        "charge.dispute.funds_reinstated",
+    }
+)
+FUNDS_REINSTATED = "charge.dispute.funds_reinstated"
+HANDLED_EVENTS = PAYMENT_EVENTS | REFUND_EVENTS | DISPUTE_EVENTS | {CHARGE_REFUNDED}
+
+_DISPUTE_STATUS: dict[str, DisputeStatus] = {
+    "warning_needs_response": DisputeStatus.OPENED,
+    "warning_under_review": DisputeStatus.OPENED,
+    "needs_response": DisputeStatus.OPENED,
+    "under_review": DisputeStatus.OPENED,
+    "won": DisputeStatus.WON,
+    "lost": DisputeStatus.LOST,
+    "warning_closed": DisputeStatus.WITHDRAWN,
+    "prevented": DisputeStatus.WITHDRAWN,
+    "charge_refunded": DisputeStatus.WITHDRAWN,
+}
+
+
+@frozen
+class ProcessorEvent:
+    """One verified delivery: who it is for and the revenue changes it carries, in order."""
+
+    id: str
+    type: str
+    account: str
+    livemode: bool
+    handled: bool
+    changes: tuple[ProcessorChange, ...]
+
+
+def routing_of(values: dict[str, Any]) -> tuple[str, bool] | None:
+    """``(account, livemode)``: which connection's secret verifies the event; ``None`` if absent.
+
+    Read before verification (the account selects the secret), and used for nothing else until
+    the signature has been checked.
+    """
+    account, livemode = values.get("account"), values.get("livemode")
+    if not isinstance(account, str) or not account or not isinstance(livemode, bool):
+        return None
+    return account, livemode
+
+
+def parse_event(values: dict[str, Any]) -> ProcessorEvent:
+    """The event's revenue changes. Call only after the signature verified."""
+    routing = routing_of(values)
+    event_id, event_type = values.get("id"), values.get("type")
+    if routing is None or not isinstance(event_id, str) or not isinstance(event_type, str):
+        raise ValidationError("The body is not a processor event (id, type, account, livemode)")
+    account, livemode = routing
+    if event_type not in HANDLED_EVENTS:
+        return ProcessorEvent(event_id, event_type, account, livemode, handled=False, changes=())
+    try:
+        obj = stripe.Event.construct_from(values, None).data.object
+        changes = _changes(event_type, obj)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        raise ValidationError(
+            f"The data.object of this {event_type} event is not the object it should be", param="data"
+        ) from None
+    return ProcessorEvent(event_id, event_type, account, livemode, handled=True, changes=changes)
+
+
+def _changes(event_type: str, obj: Any) -> tuple[ProcessorChange, ...]:
+    if event_type in PAYMENT_EVENTS:
+        charge = _expect(obj, stripe.Charge)
+        return tuple(_payment(charge))
+    if event_type == CHARGE_REFUNDED:
+        charge = _expect(obj, stripe.Charge)
+        refunds = charge.refunds.data if "refunds" in charge and charge.refunds is not None else []
+        return tuple(
+            change
+            for refund in refunds
+            for change in _refund(_expect(refund, stripe.Refund), charge_id=charge.id)
+        )
+    if event_type in REFUND_EVENTS:
+        return tuple(_refund(_expect(obj, stripe.Refund)))
+    return tuple(_dispute(_expect(obj, stripe.Dispute), event_type))
+
+
+def _expect(obj: Any, cls: type[Any]) -> Any:
+    if not isinstance(obj, cls):
+        raise TypeError(f"expected a {cls.__name__}")
+    return obj
+
+
+def _object_id(value: Any) -> str:
+    """An expandable reference: the ID string, or the expanded object's ``id``."""
+    identifier = value if isinstance(value, str) else value.id
+    if not isinstance(identifier, str) or not identifier:
+        raise ValueError("missing ID")
+    return identifier
+
+
+def _payment(charge: stripe.Charge) -> list[ProcessorChange]:
+    if charge.status != "succeeded" or not charge.captured:
+        return []  # an authorization only: the payment happens at charge.captured
+    amount = charge.amount_captured if "amount_captured" in charge else charge.amount
+    metadata = charge.metadata.to_dict() if "metadata" in charge and charge.metadata is not None else {}
+    return [
+        ProcessorPayment(
+            payment_id=_object_id(charge.id),
+            amount=amount,
+            currency=charge.currency,
+            metadata={str(k): str(v) for k, v in metadata.items()},
+        )
+    ]
+
+
+def _refund(refund: stripe.Refund, *, charge_id: str | None = None) -> list[ProcessorChange]:
+    if refund.status != "succeeded":
+        return []  # pending, requires_action, failed or canceled: nothing was refunded (yet)
+    charge = charge_id if charge_id is not None else _object_id(refund.charge)
+    return [ProcessorRefund(refund_id=_object_id(refund.id), payment_id=charge, amount=refund.amount)]
+
+
+def _dispute(dispute: stripe.Dispute, event_type: str) -> list[ProcessorChange]:
+    status = _DISPUTE_STATUS.get(str(dispute.status))
+    if status is None:
+        return []  # a status this version does not know: changes nothing
+    if event_type == FUNDS_REINSTATED and status is DisputeStatus.LOST:
+        status = DisputeStatus.FUNDS_REINSTATED
+    return [
+        ProcessorDispute(
+            dispute_id=_object_id(dispute.id),
+            payment_id=_object_id(dispute.charge),
+            amount=dispute.amount,
+            status=status,
+        )
+    ]

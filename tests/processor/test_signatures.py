@@ -1,0 +1,270 @@
+"""The inbound event route is public and authenticated only by the processor's signature: an event
+is acted on only when its ``Stripe-Signature`` verifies with the secret of the connection its
+``account`` and ``livemode`` name, within five minutes of the server's clock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from refcore.clocks import ManualClock
+from refcore.services.runtime import Runtime
+from tests.http.world import Client, Tenant, expect, new_tenant
+from tests.processor import payloads
+from tests.processor.world import (
+    Installation,
+    connect,
+    deliver,
+    new_installation,
+    post_event,
+    referred_customer,
+)
+
+
+def _charge(
+    client: Client, tenant: Tenant, installation: Installation, clock: ManualClock, charge_id: str
+) -> dict:
+    key = tenant.live_key if installation.livemode else tenant.test_key
+    who = referred_customer(client, tenant, key, charge_id)
+    return payloads.charge(
+        charge_id=charge_id,
+        amount=5000,
+        metadata=who["processor_metadata"],
+        created=clock.now(),
+        livemode=installation.livemode,
+    )
+
+
+def _payments(client: Client, key: str) -> list[str]:
+    return [p["payment_id"] for p in expect(client.get("/v1/transactions", key, limit=100), 200)["data"]]
+
+
+@pytest.fixture
+def acme(client: Client, runtime: Runtime) -> Tenant:
+    return new_tenant(client, runtime, "acme")
+
+
+@pytest.fixture
+def acme_test(client: Client, acme: Tenant) -> Installation:
+    installation = new_installation()
+    connect(client, acme, installation)
+    return installation
+
+
+def test_a_correctly_signed_event_is_recorded(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    charge = _charge(client, acme, acme_test, clock, "ch_signed")
+    response = deliver(client, acme_test, "charge.succeeded", charge, at=clock.now())
+    assert expect(response, 200)["handled"] is True
+    assert _payments(client, acme.test_key) == ["ch_signed"]
+
+
+def test_an_event_signed_with_another_secret_is_refused(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    charge = _charge(client, acme, acme_test, clock, "ch_forged")
+    response = deliver(client, acme_test, "charge.succeeded", charge, at=clock.now(), sign_with="whsec_guess")
+    body = expect(response, 400, "invalid_signature")
+    assert acme_test.secret not in response.text and "whsec_guess" not in body["error"]["message"]
+    assert _payments(client, acme.test_key) == []
+
+
+def test_a_body_changed_after_signing_is_refused(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    charge = _charge(client, acme, acme_test, clock, "ch_altered")
+    body = payloads.encode(
+        payloads.event(
+            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+        )
+    )
+    header = payloads.sign(body, acme_test.secret, clock.now())
+    altered = body.replace(b'"amount": 5000', b'"amount": 9000', 1)
+    assert altered != body
+    expect(post_event(client, altered, header), 400, "invalid_signature")
+    assert _payments(client, acme.test_key) == []
+
+
+@pytest.mark.parametrize("offset", [timedelta(minutes=-5, seconds=-1), timedelta(minutes=5, seconds=1)])
+def test_a_signature_outside_five_minutes_is_refused(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation, offset: timedelta
+) -> None:
+    charge = _charge(client, acme, acme_test, clock, "ch_stale")
+    response = deliver(client, acme_test, "charge.succeeded", charge, at=clock.now() + offset)
+    assert "tolerance" in expect(response, 400, "invalid_signature")["error"]["message"]
+    assert _payments(client, acme.test_key) == []
+
+
+@pytest.mark.parametrize("offset", [timedelta(minutes=-5), timedelta(minutes=5)])
+def test_a_signature_within_five_minutes_is_accepted(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation, offset: timedelta
+) -> None:
+    charge = _charge(client, acme, acme_test, clock, "ch_fresh")
+    expect(deliver(client, acme_test, "charge.succeeded", charge, at=clock.now() + offset), 200)
+
+
+def test_a_replayed_capture_is_refused_once_it_is_stale(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    """A captured, correctly signed delivery replayed later: the timestamp gives it away."""
+    charge = _charge(client, acme, acme_test, clock, "ch_replayed")
+    body = payloads.encode(
+        payloads.event(
+            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+        )
+    )
+    header = payloads.sign(body, acme_test.secret, clock.now())
+    expect(post_event(client, body, header), 200)
+    clock.advance(timedelta(minutes=6))
+    expect(post_event(client, body, header), 400, "invalid_signature")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "", "v1=0123", "t=notanumber,v1=00", "t=1767225600", "t=1767225600,v0=abc"],
+)
+def test_a_missing_or_malformed_signature_header_is_refused(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation, header: str | None
+) -> None:
+    charge = _charge(client, acme, acme_test, clock, "ch_unsigned")
+    body = payloads.encode(
+        payloads.event(
+            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+        )
+    )
+    expect(post_event(client, body, header), 400, "invalid_signature")
+    assert _payments(client, acme.test_key) == []
+
+
+def test_one_matching_signature_among_several_is_enough(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    """While the processor rolls a secret it sends one ``v1`` per secret."""
+    charge = _charge(client, acme, acme_test, clock, "ch_rolling")
+    body = payloads.encode(
+        payloads.event(
+            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+        )
+    )
+    good = payloads.sign(body, acme_test.secret, clock.now())
+    old = payloads.sign(body, "whsec_rolled_away", clock.now())
+    header = f"{good},v1={old.split('v1=')[1]}"
+    expect(post_event(client, body, header), 200)
+
+
+def test_an_event_naming_another_apps_account_does_not_verify(
+    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    """Acme knows its own secret; it cannot use it to write into the rival's App."""
+    rival = new_tenant(client, runtime, "rival")
+    rival_test = new_installation()
+    connect(client, rival, rival_test)
+    who = referred_customer(client, rival, rival.test_key, "victim")
+    charge = payloads.charge(
+        charge_id="ch_injected", amount=5000, metadata=who["processor_metadata"], created=clock.now()
+    )
+    response = deliver(
+        client,
+        acme_test,
+        "charge.succeeded",
+        charge,
+        at=clock.now(),
+        account=rival_test.account,
+        sign_with=acme_test.secret,
+    )
+    expect(response, 400, "invalid_signature")
+    assert _payments(client, rival.test_key) == _payments(client, acme.test_key) == []
+
+
+def test_an_event_is_recorded_only_in_the_app_of_its_account(
+    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    rival = new_tenant(client, runtime, "rival")
+    connect(client, rival, new_installation())
+    charge = _charge(client, acme, acme_test, clock, "ch_acme_only")
+    expect(deliver(client, acme_test, "charge.succeeded", charge, at=clock.now()), 200)
+    assert _payments(client, acme.test_key) == ["ch_acme_only"]
+    assert _payments(client, rival.test_key) == []
+
+
+def test_an_event_of_an_unknown_account_is_refused(client: Client, clock: ManualClock, acme: Tenant) -> None:
+    stranger = new_installation()
+    charge = payloads.charge(charge_id="ch_stranger", amount=100, created=clock.now())
+    expect(deliver(client, stranger, "charge.succeeded", charge, at=clock.now()), 400, "invalid_signature")
+
+
+def test_a_disconnected_mode_refuses_its_events_and_the_other_mode_still_accepts(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    acme_live = Installation(
+        account=acme_test.account, secret="whsec_liveJf8cVbNqM2fGxK3nP7rTzW", livemode=True
+    )
+    connect(client, acme, acme_live)
+    expect(client.post("/v1/processor/disconnect", acme.test_key, {}), 200)
+    test_charge = _charge(client, acme, acme_test, clock, "ch_after_disconnect")
+    expect(
+        deliver(client, acme_test, "charge.succeeded", test_charge, at=clock.now()), 400, "invalid_signature"
+    )
+    live_charge = _charge(client, acme, acme_live, clock, "ch_live_still")
+    expect(deliver(client, acme_live, "charge.succeeded", live_charge, at=clock.now()), 200)
+    assert _payments(client, acme.test_key) == []
+    assert _payments(client, acme.live_key) == ["ch_live_still"]
+
+
+def test_an_event_claiming_the_other_mode_does_not_verify(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    """``livemode`` selects the connection: a Test secret cannot sign a Live event."""
+    as_live = Installation(account=acme_test.account, secret=acme_test.secret, livemode=True)
+    charge = payloads.charge(charge_id="ch_mode", amount=100, created=clock.now(), livemode=True)
+    expect(deliver(client, as_live, "charge.succeeded", charge, at=clock.now()), 400, "invalid_signature")
+    assert _payments(client, acme.live_key) == []
+
+
+@pytest.mark.parametrize("missing", ["account", "livemode"])
+def test_an_event_without_its_account_or_mode_is_refused(
+    client: Client, clock: ManualClock, acme_test: Installation, missing: str
+) -> None:
+    payload = payloads.event(
+        "charge.succeeded",
+        payloads.charge(charge_id="ch_nowhere", amount=100, created=clock.now()),
+        account=acme_test.account,
+        livemode=False,
+        created=clock.now(),
+    )
+    del payload[missing]
+    body = payloads.encode(payload)
+    expect(
+        post_event(client, body, payloads.sign(body, acme_test.secret, clock.now())), 400, "invalid_signature"
+    )
+
+
+def test_a_body_that_is_not_json_is_invalid_json(
+    client: Client, clock: ManualClock, acme_test: Installation
+) -> None:
+    body = b"account=acct_1&type=charge.succeeded"
+    expect(post_event(client, body, payloads.sign(body, acme_test.secret, clock.now())), 400, "invalid_json")
+
+
+def test_the_route_needs_no_credential_and_ignores_one(
+    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+) -> None:
+    charge = _charge(client, acme, acme_test, clock, "ch_bearer")
+    body = payloads.encode(
+        payloads.event(
+            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+        )
+    )
+    response = client.request(
+        "POST",
+        "/v1/processor/events",
+        acme.session,
+        content=body,
+        headers={"Content-Type": "application/json", "Stripe-Signature": "t=1,v1=00"},
+    )
+    expect(response, 400, "invalid_signature")  # a session does not stand in for the signature
+    index = expect(client.get("/v1"), 200)
+    (entry,) = [e for e in index["endpoints"] if e["path"] == "/v1/processor/events"]
+    assert (entry["method"], entry["auth"]) == ("POST", "none")
