@@ -8,7 +8,6 @@ from datetime import datetime
 
 import httpx
 
-from refcore.clocks import ManualClock
 from refcore.models import App
 from refcore.models.processor import ProcessorConnection
 from refcore.services.runtime import Runtime, Tx
@@ -126,7 +125,3 @@ def commission_entries(client: Client, token: str, **filters: str) -> list[JSON]
     """Every commission entry of the key's App and mode, oldest first."""
     listed = expect(client.get("/v1/commissions", token, limit=100, **filters), 200)
     return list(reversed(listed["data"]))
-
-
-def now(clock: ManualClock) -> datetime:
-    return clock.now()
