@@ -258,3 +258,67 @@ def test_decisions_3_identify_needs_a_customer_identifier(world: World) -> None:
 def test_decisions_3_ordinary_keys_need_a_click_id(world: World) -> None:
     with world.rejects("validation_error", "click_id"):
         world.identify(None, external_customer_id="user-1")
+
+
+def test_interface_2_5_code_attribution_needs_program_and_affiliate(world: World) -> None:
+    with world.rejects("validation_error", "program_id"):
+        world.identify(None, kind=MANAGED, promotion_code="SPRING", program_affiliate_id=world.affiliate.id)
+    with world.rejects("validation_error", "program_affiliate_id"):
+        world.identify(None, kind=MANAGED, promotion_code="SPRING", program_id=world.program.id)
+
+
+def test_interface_2_5_code_attribution_of_an_affiliate_of_another_program_is_not_found(world: World) -> None:
+    other_program = world.add_program(promotion_code_fallback=True)
+    outsider = world.add_affiliate(program=other_program)
+    with world.rejects("program_affiliate_not_found"):
+        world.identify(
+            None,
+            kind=MANAGED,
+            promotion_code="SPRING",
+            program_id=world.program.id,
+            program_affiliate_id=outsider.id,
+        )
+
+
+def test_interface_2_5_code_attribution_of_another_apps_program_is_not_found(
+    world: World, runtime: Runtime, clock: ManualClock
+) -> None:
+    stranger = build_world(runtime, clock, promotion_code_fallback=True)
+    with world.rejects("program_not_found"):
+        world.identify(
+            None,
+            kind=MANAGED,
+            promotion_code="SPRING",
+            program_id=stranger.program.id,
+            program_affiliate_id=stranger.affiliate.id,
+        )
+
+
+def test_decisions_3_code_attribution_follows_the_same_rules_as_clicks(world: World) -> None:
+    pending = world.add_affiliate(status=AffiliateStatus.PENDING)
+    by_pending = world.identify(
+        None, kind=MANAGED, promotion_code="A", program_id=world.program.id, program_affiliate_id=pending.id
+    )
+    self_referral = world.identify(
+        None,
+        kind=MANAGED,
+        email="partner@example.com",
+        promotion_code="B",
+        program_id=world.program.id,
+        program_affiliate_id=world.affiliate.id,
+    )
+    world.set_program_status("pause")
+    paused = world.identify(
+        None,
+        kind=MANAGED,
+        promotion_code="C",
+        program_id=world.program.id,
+        program_affiliate_id=world.affiliate.id,
+    )
+    assert [r.referral.attributed for r in (by_pending, self_referral, paused)] == [False, False, False]
+    assert world.events(EventType.REFERRAL_CREATED) == []
+
+
+def test_decisions_1_managed_revenue_keys_identify_like_app_keys(world: World) -> None:
+    result = world.identify(world.capture(), kind=MANAGED)
+    assert result.referral.attributed and result.referral.attribution_source == "click"
