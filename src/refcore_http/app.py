@@ -18,7 +18,10 @@ from refcore_http.dispatch import Context, build_routes
 from refcore_http.endpoints import Api, Endpoint
 from refcore_http.errors import http_exception_handler, unhandled_exception_handler
 from refcore_http.openapi import build_index, build_openapi
+from refcore_http.routes import affiliate_self as affiliate_self_routes
 from refcore_http.routes import affiliates, index, payouts, programs, revenue, tenancy, tracking, webhooks
+from refcore_http.routes import app_profile as app_profile_routes
+from refcore_http.routes import join as join_routes
 from refcore_http.routes import processor as processor_routes
 from refcore_http.settings import Settings
 from refcore_http.webhooks.keys import require_secret_key
@@ -34,6 +37,9 @@ AREAS: tuple[Sequence[Endpoint], ...] = (
     webhooks.ROUTES,
     payouts.ROUTES,
     processor_routes.ROUTES,
+    join_routes.ROUTES,
+    affiliate_self_routes.ROUTES,
+    app_profile_routes.ROUTES,
 )
 
 

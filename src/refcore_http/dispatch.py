@@ -63,7 +63,9 @@ async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> 
 
 def _render(reply: Reply) -> Response:
     if reply.text is not None:
-        return Response(reply.text, status_code=reply.status, media_type=reply.media_type)
+        return Response(
+            reply.text, status_code=reply.status, media_type=reply.media_type, headers=dict(reply.headers)
+        )
     if reply.body is None:
         return Response(status_code=reply.status)
     return JSONResponse(reply.body, status_code=reply.status)

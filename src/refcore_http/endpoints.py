@@ -161,9 +161,11 @@ class Call:
 class Reply:
     body: JsonObject | None
     status: int = 200
-    #: A non-JSON body (e.g. ``text/csv``) sent as is with ``media_type``, instead of ``body``.
-    text: str | None = None
+    #: A non-JSON body (e.g. ``text/csv``, an image) sent as is with ``media_type``, instead of ``body``.
+    text: str | bytes | None = None
     media_type: str | None = None
+    #: Extra response headers (``ETag``, ``Cache-Control`` of the public logo).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def ok(body: JsonObject) -> Reply:
@@ -196,6 +198,8 @@ class Endpoint:
     #: The handler reads the exact bytes itself (``Call.raw_body``): a payload whose signature
     #: covers those bytes (processor events). The dispatcher neither decodes nor structures it.
     raw_body: bool = False
+    #: The media types a ``raw_body`` endpoint documents (an image upload); default JSON.
+    raw_media_types: tuple[str, ...] = ()
 
     @property
     def path_params(self) -> tuple[str, ...]:

@@ -109,10 +109,11 @@ def _operation(endpoint: Endpoint, definitions: dict[str, JsonObject]) -> JsonOb
     if parameters:
         operation["parameters"] = parameters
     if endpoint.raw_body:
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        }
+        content: JsonObject = {"application/json": {"schema": {"type": "object"}}}
+        if endpoint.raw_media_types:
+            binary = {"schema": {"type": "string", "format": "binary"}}
+            content = {media_type: binary for media_type in endpoint.raw_media_types}
+        operation["requestBody"] = {"required": True, "content": content}
     if endpoint.body is not None:
         operation["requestBody"] = {
             "required": True,

@@ -15,6 +15,8 @@ from typing import Any
 
 from attrs import evolve, field, frozen
 
+from refcore_http.mailers import parse_mailer_spec
+
 DEFAULT_DATABASE_URL = "sqlite:///./refcore.db"
 MIN_SECRET_KEY_LENGTH = 32
 
@@ -70,6 +72,21 @@ def _http_url(value: str, *, name: str) -> str:
     return value.strip()
 
 
+def _mailer(value: str) -> str:
+    try:
+        parse_mailer_spec(value)
+    except ValueError as exc:
+        raise SettingsError(f"REFCORE_MAILER: {exc}") from None
+    return value
+
+
+def _positive(value: str, *, name: str) -> int:
+    text = value.strip()
+    if not text.isdigit() or not 0 < int(text) <= 1_000_000:
+        raise SettingsError(f"{name} must be a whole number from 1 to 1000000")
+    return int(text)
+
+
 def _secret_key(value: str | None) -> str | None:
     if value is not None and len(value) < MIN_SECRET_KEY_LENGTH:
         raise SettingsError(f"REFCORE_SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters")
@@ -97,9 +114,21 @@ class Settings:
     webhook_allow_private_networks: bool = False
     #: ``REFCORE_WEBHOOK_CA_BUNDLE``: a PEM file of extra CAs trusted for webhook deliveries.
     webhook_ca_bundle: str | None = None
+    #: ``REFCORE_MAILER``: ``console`` (default), ``file:DIR`` or ``smtp://host:port`` (decisions 6, 11).
+    mailer: str = "console"
+    #: ``REFCORE_MAIL_FROM``: the sender of hosted-signup messages.
+    mail_from: str = "refcore@localhost"
+    #: ``REFCORE_JOIN_CONFIRM_URL``: the page a signup confirmation link opens; ``{slug}`` becomes
+    #: the program's slug and ``token=<token>`` is added to the query. Default:
+    #: ``http://<host>:<port>/join/{slug}/confirm``.
+    join_confirm_url: str | None = None
+    #: ``REFCORE_JOIN_LIMIT_PER_EMAIL`` / ``REFCORE_JOIN_LIMIT_PER_IP``: hosted signups per hour.
+    join_limit_per_email: int = 5
+    join_limit_per_ip: int = 20
 
     def __attrs_post_init__(self) -> None:
         _secret_key(self.secret_key)
+        _mailer(self.mailer)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -136,6 +165,18 @@ class Settings:
             values["processor_connect_url"] = _http_url(
                 env["REFCORE_PROCESSOR_CONNECT_URL"], name="REFCORE_PROCESSOR_CONNECT_URL"
             )
+        if env.get("REFCORE_MAILER"):
+            values["mailer"] = _mailer(env["REFCORE_MAILER"])
+        if env.get("REFCORE_MAIL_FROM"):
+            values["mail_from"] = env["REFCORE_MAIL_FROM"]
+        if env.get("REFCORE_JOIN_CONFIRM_URL"):
+            values["join_confirm_url"] = env["REFCORE_JOIN_CONFIRM_URL"]
+        for variable, name in (
+            ("REFCORE_JOIN_LIMIT_PER_EMAIL", "join_limit_per_email"),
+            ("REFCORE_JOIN_LIMIT_PER_IP", "join_limit_per_ip"),
+        ):
+            if env.get(variable):
+                values[name] = _positive(env[variable], name=variable)
         settings = cls(**values)
         return settings.with_overrides(**overrides)
 

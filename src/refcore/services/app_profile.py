@@ -79,14 +79,15 @@ def current_logo(tx: Tx, app_id: str) -> AppLogo | None:
 def upload_logo(rt: Runtime, principal: Principal, app_id: str, data: bytes) -> AppLogo:
     """Store ``data`` as the App's logo, replacing any earlier one.
 
-    The type is sniffed from the bytes (PNG, JPEG or WebP; SVG and anything else refused) and the
-    size checked before the App is even looked up, so a refused upload touches nothing.
+    Another tenant's App is ``404`` whatever the body. Then the type is sniffed from the bytes
+    (PNG, JPEG or WebP; SVG and anything else refused) and the size checked, before anything is
+    written: a refused upload changes nothing.
     """
-    content_type = require_logo(data)
-    sha256 = hashlib.sha256(data).hexdigest()
 
     def work(tx: Tx) -> AppLogo:
         require_app(tx, principal, app_id)
+        content_type = require_logo(data)
+        sha256 = hashlib.sha256(data).hexdigest()
         existing = tx.uow.app_logos.find_one({"app_id": app_id}, for_update=True)
         if existing is None:
             logo = AppLogo(id=tx.new_id("logo"), app_id=app_id, created_at=tx.now, updated_at=tx.now)

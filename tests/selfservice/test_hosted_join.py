@@ -1,0 +1,351 @@
+"""Hosted join through HTTP with the ``file:`` mailer (decisions 6, 11; issue 7).
+
+The whole signup as an applicant lives it: the public page, the request, the message in the
+mailbox, the confirmation, the affiliate key, a named link made with that key, the Developer's
+approval, and a capture on the link that an identify then attributes. Then every way a token can
+be bad, the rate limits, and the program states.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from refcore.clocks import ManualClock
+from refcore.credentials import digest
+from refcore.models import EventType
+from refcore.services.runtime import Runtime, Tx
+from refcore_http.app import create_app
+from refcore_http.settings import Settings
+from tests.http.world import Client, Tenant, expect, new_tenant
+from tests.selfservice.images import png
+from tests.selfservice.world import body_of, join, link_in, mailbox, sign_up, token_in
+
+
+def _slug(tenant: Tenant) -> str:
+    """``new_tenant(…, name)`` makes the program ``<name>-partners`` and the link ``<name>-ally``."""
+    return tenant.link_code.removesuffix("-ally") + "-partners"
+
+
+def test_the_whole_hosted_signup_ends_in_an_attributed_customer(
+    client: Client, runtime: Runtime, mail_dir: Path
+) -> None:
+    acme = new_tenant(client, runtime, "acme")
+    slug = _slug(acme)
+    expect(client.post(f"/v1/programs/{acme.program_id}/terms", acme.session, {"text": "Terms v1"}), 201)
+    expect(client.post(f"/v1/programs/{acme.program_id}/terms", acme.session, {"text": "Terms v2"}), 201)
+    expect(client.patch(f"/v1/apps/{acme.app_id}/agreement", acme.session, {"text": "Agreement v1"}), 200)
+    logo = png()
+    expect(
+        client.request(
+            "POST",
+            f"/v1/apps/{acme.app_id}/logo",
+            acme.session,
+            content=logo,
+            headers={"Content-Type": "image/png"},
+        ),
+        200,
+    )
+
+    # -- the public page: no credential --------------------------------------------------------
+    page = expect(client.get(f"/v1/join/{slug}"), 200)
+    assert page["object"] == "join_page"
+    assert page["program"]["id"] == acme.program_id
+    assert (page["program"]["name"], page["program"]["currency"]) == ("acme partners", "usd")
+    assert page["program"]["commission"] == {"type": "percent", "bps": 2000}
+    assert page["terms"]["text"] == "Terms v2"
+    assert page["app"]["name"] == "acme"
+    assert page["agreement"]["text"] == "Agreement v1"
+    fetched = client.get(page["app"]["logo_url"])
+    assert fetched.status_code == 200 and fetched.content == logo
+    assert fetched.headers["content-type"] == "image/png"
+
+    # -- the request: 202, and the answer never carries the token -------------------------------
+    response = client.post(f"/v1/join/{slug}", json={"email": "Sam@Blog.example", "name": "Sam Blogger"})
+    accepted = expect(response, 202)
+    assert accepted["object"] == "join_request"
+    assert (accepted["program_id"], accepted["email"]) == (acme.program_id, "sam@blog.example")
+
+    (message,) = mailbox(mail_dir)
+    assert message["To"] == "sam@blog.example"
+    assert "acme partners" in message["Subject"]
+    link = link_in(message)
+    assert link.startswith("https://partners.example/join/acme-partners/confirm?lang=en&token=")
+    token = token_in(message)
+    assert token not in response.text
+    assert "Sam Blogger" in body_of(message)
+
+    # -- confirm: a pending affiliate, affiliate.created, and a key shown once ------------------
+    confirmation = expect(client.post(f"/v1/join/{slug}/confirm", json={"token": token}), 201)
+    affiliate = confirmation["program_affiliate"]
+    assert (affiliate["program_id"], affiliate["email"], affiliate["name"]) == (
+        acme.program_id,
+        "sam@blog.example",
+        "Sam Blogger",
+    )
+    assert affiliate["status"] == "pending"  # the program does not auto-approve
+    key = confirmation["api_key"]
+    assert key["secret"].startswith("key_aff_")
+    assert (key["kind"], key["mode"], key["program_affiliate_id"]) == ("affiliate", "live", affiliate["id"])
+    events = runtime.read(lambda tx: tx.uow.events.find_all({"app_id": acme.app_id}))
+    created = [e for e in events if e.type is EventType.AFFILIATE_CREATED and e.data["id"] == affiliate["id"]]
+    assert len(created) == 1 and created[0].livemode is True
+    listed = expect(client.get("/v1/api-keys", acme.session, app_id=acme.app_id), 200)["data"]
+    assert key["id"] in {k["id"] for k in listed}
+    assert all("secret" not in k for k in listed)
+
+    # -- with the key, the affiliate makes a named link -----------------------------------------
+    secret = key["secret"]
+    link_obj = expect(
+        client.post(f"/v1/affiliate/programs/{acme.program_id}/links", secret, {"name": "Blog"}), 201
+    )
+    assert (link_obj["name"], link_obj["program_affiliate_id"]) == ("Blog", affiliate["id"])
+    mine = expect(client.get(f"/v1/affiliate/programs/{acme.program_id}/links", secret), 200)
+    assert [item["id"] for item in mine["data"]] == [link_obj["id"]]
+
+    # While pending, a click on the link is recorded but an identify is not attributed.
+    early = expect(client.post("/v1/capture", json={"via": link_obj["code"]}), 201)
+    early_who = expect(
+        client.post(
+            "/v1/identify", acme.live_key, {"click_id": early["click_id"], "external_customer_id": "u0"}
+        ),
+        201,
+    )
+    assert early_who["attributed"] is False
+
+    # -- the Developer approves; the next visitor is attributed ---------------------------------
+    approved = expect(client.post(f"/v1/program-affiliates/{affiliate['id']}/approve", acme.session), 200)
+    assert approved["status"] == "active"
+    click = expect(client.post("/v1/capture", json={"via": link_obj["code"]}), 201)
+    who = expect(
+        client.post(
+            "/v1/identify",
+            acme.live_key,
+            {"click_id": click["click_id"], "external_customer_id": "u1", "email": "reader@x.example"},
+        ),
+        201,
+    )
+    assert who["attributed"] is True
+    referral = expect(client.get(f"/v1/referrals/{who['referral_id']}", acme.session), 200)
+    assert referral["program_affiliate_id"] == affiliate["id"]
+
+
+def test_a_program_that_auto_approves_makes_an_active_affiliate(
+    client: Client, runtime: Runtime, mail_dir: Path
+) -> None:
+    acme = new_tenant(client, runtime, "auto")
+    expect(client.patch(f"/v1/programs/{acme.program_id}", acme.session, {"auto_approve": True}), 200)
+    confirmation = join(client, mail_dir, "auto-partners", "eve@x.example")
+    assert confirmation["program_affiliate"]["status"] == "active"
+
+
+def test_the_token_is_stored_only_as_its_digest(client: Client, runtime: Runtime, mail_dir: Path) -> None:
+    new_tenant(client, runtime, "dig")
+    token = sign_up(client, mail_dir, "dig-partners", "d@x.example")
+
+    def read(tx: Tx) -> list[object]:
+        return list(tx.uow.pending_signups.find_all({}))
+
+    (signup,) = runtime.read(read)
+    assert getattr(signup, "token_digest") == digest(token)  # noqa: B009
+    assert token not in repr(signup)
+
+
+# -- bad tokens ---------------------------------------------------------------------------------
+
+
+def test_a_forged_token_is_invalid(client: Client, runtime: Runtime) -> None:
+    new_tenant(client, runtime, "forge")
+    body = expect(
+        client.post("/v1/join/forge-partners/confirm", json={"token": "join_" + "A" * 43}),
+        400,
+        "invalid_signup_token",
+    )
+    assert body["error"]["param"] == "token"
+
+
+def test_a_reused_token_is_invalid_and_creates_nothing_more(
+    client: Client, runtime: Runtime, mail_dir: Path
+) -> None:
+    tenant = new_tenant(client, runtime, "reuse")
+    token = sign_up(client, mail_dir, "reuse-partners", "r@x.example")
+    expect(client.post("/v1/join/reuse-partners/confirm", json={"token": token}), 201)
+    body = expect(
+        client.post("/v1/join/reuse-partners/confirm", json={"token": token}), 400, "invalid_signup_token"
+    )
+    assert "already used" in body["error"]["message"]
+    affiliates = expect(
+        client.get("/v1/program-affiliates", tenant.session, program_id=tenant.program_id), 200
+    )
+    assert [a["email"] for a in affiliates["data"]].count("r@x.example") == 1
+
+
+def test_an_expired_token_is_invalid(
+    client: Client, runtime: Runtime, mail_dir: Path, clock: ManualClock
+) -> None:
+    new_tenant(client, runtime, "late")
+    token = sign_up(client, mail_dir, "late-partners", "l@x.example")
+    clock.advance(timedelta(hours=24))
+    body = expect(
+        client.post("/v1/join/late-partners/confirm", json={"token": token}), 400, "invalid_signup_token"
+    )
+    assert "expired" in body["error"]["message"]
+
+
+def test_a_token_still_works_just_before_it_expires(
+    client: Client, runtime: Runtime, mail_dir: Path, clock: ManualClock
+) -> None:
+    new_tenant(client, runtime, "intime")
+    token = sign_up(client, mail_dir, "intime-partners", "i@x.example")
+    clock.advance(timedelta(hours=24) - timedelta(milliseconds=1))
+    expect(client.post("/v1/join/intime-partners/confirm", json={"token": token}), 201)
+
+
+def test_a_token_of_another_program_is_invalid_there(
+    client: Client, runtime: Runtime, mail_dir: Path
+) -> None:
+    new_tenant(client, runtime, "one")
+    new_tenant(client, runtime, "two")
+    token = sign_up(client, mail_dir, "one-partners", "o@x.example")
+    expect(client.post("/v1/join/two-partners/confirm", json={"token": token}), 400, "invalid_signup_token")
+    expect(client.post("/v1/join/one-partners/confirm", json={"token": token}), 201)
+
+
+def test_join_routes_take_strict_json(client: Client, runtime: Runtime) -> None:
+    new_tenant(client, runtime, "strict")
+    expect(client.post("/v1/join/strict-partners", json={"email": "s@x.example"}), 400, "validation_error")
+    expect(
+        client.post("/v1/join/strict-partners", json={"email": "nope", "name": "N"}), 400, "validation_error"
+    )
+    expect(
+        client.post("/v1/join/strict-partners", json={"email": "s@x.example", "name": "S", "role": "admin"}),
+        400,
+        "validation_error",
+    )
+    expect(client.request("POST", "/v1/join/strict-partners", content=b"email=s"), 400, "invalid_json")
+    expect(client.post("/v1/join/strict-partners/confirm", json={}), 400, "validation_error")
+
+
+# -- rate limits ----------------------------------------------------------------------------------
+
+
+def test_signups_are_limited_per_email_address(client: Client, runtime: Runtime, mail_dir: Path) -> None:
+    new_tenant(client, runtime, "spam")
+    for _ in range(5):
+        expect(client.post("/v1/join/spam-partners", json={"email": "v@x.example", "name": "V"}), 202)
+    body = expect(
+        client.post("/v1/join/spam-partners", json={"email": "V@x.example", "name": "V"}), 429, "rate_limited"
+    )
+    assert "try again after" in body["error"]["message"]
+    assert len(mailbox(mail_dir)) == 5
+    # Another address from the same client is still welcome.
+    expect(client.post("/v1/join/spam-partners", json={"email": "w@x.example", "name": "W"}), 202)
+
+
+def test_signups_are_limited_per_client_ip(
+    runtime: Runtime, mail_dir: Path, settings: Settings, clock: ManualClock
+) -> None:
+    app = create_app(runtime, settings)
+    first = Client(app, client_address=("198.51.100.1", 1000))
+    other = Client(app, client_address=("198.51.100.2", 1000))
+    new_tenant(first, runtime, "ipl")
+    for n in range(20):
+        expect(first.post("/v1/join/ipl-partners", json={"email": f"p{n}@x.example", "name": "P"}), 202)
+    expect(
+        first.post("/v1/join/ipl-partners", json={"email": "p20@x.example", "name": "P"}), 429, "rate_limited"
+    )
+    expect(other.post("/v1/join/ipl-partners", json={"email": "p20@x.example", "name": "P"}), 202)
+    # A new window (one hour, on the hour) starts a new count.
+    clock.advance(timedelta(hours=1))
+    expect(first.post("/v1/join/ipl-partners", json={"email": "p21@x.example", "name": "P"}), 202)
+
+
+def test_a_refused_signup_uses_no_allowance(client: Client, runtime: Runtime, mail_dir: Path) -> None:
+    """Bad input fails before the count is taken, and a 429 rolls its own count back."""
+    new_tenant(client, runtime, "fair")
+    for _ in range(3):
+        expect(client.post("/v1/join/nobody-partners", json={"email": "f@x.example", "name": "F"}), 404)
+    for _ in range(5):
+        expect(client.post("/v1/join/fair-partners", json={"email": "f@x.example", "name": "F"}), 202)
+    expect(client.post("/v1/join/fair-partners", json={"email": "f@x.example", "name": "F"}), 429)
+
+
+# -- programs and members -----------------------------------------------------------------------
+
+
+def test_a_disabled_program_has_no_join_page(client: Client, runtime: Runtime, mail_dir: Path) -> None:
+    tenant = new_tenant(client, runtime, "gone")
+    token = sign_up(client, mail_dir, "gone-partners", "g@x.example")
+    expect(client.post(f"/v1/programs/{tenant.program_id}/disable", tenant.session), 200)
+    expect(client.get("/v1/join/gone-partners"), 404, "program_not_found")
+    expect(client.post("/v1/join/gone-partners", json={"email": "h@x.example", "name": "H"}), 404)
+    expect(client.post("/v1/join/gone-partners/confirm", json={"token": token}), 404, "program_not_found")
+
+
+def test_a_paused_program_still_takes_signups(client: Client, runtime: Runtime, mail_dir: Path) -> None:
+    tenant = new_tenant(client, runtime, "nap")
+    expect(client.post(f"/v1/programs/{tenant.program_id}/pause", tenant.session), 200)
+    assert expect(client.get("/v1/join/nap-partners"), 200)["program"]["status"] == "paused"
+    assert join(client, mail_dir, "nap-partners", "n@x.example")["program_affiliate"]["status"] == "pending"
+
+
+def test_an_existing_affiliate_gets_the_same_answer_and_a_reminder_without_a_link(
+    client: Client, runtime: Runtime, mail_dir: Path
+) -> None:
+    tenant = new_tenant(client, runtime, "known")
+    existing = "ally@known.example"  # added by new_tenant
+    answer = expect(client.post("/v1/join/known-partners", json={"email": existing, "name": "Ally"}), 202)
+    fresh = expect(
+        client.post("/v1/join/known-partners", json={"email": "new@x.example", "name": "New"}), 202
+    )
+    assert set(answer) == set(fresh) and answer["program_id"] == fresh["program_id"] == tenant.program_id
+    reminder = next(m for m in mailbox(mail_dir) if m["To"] == existing)
+    assert "already" in body_of(reminder) and "token=" not in body_of(reminder)
+    assert runtime.read(lambda tx: tx.uow.pending_signups.find_all({"email": existing})) == []
+
+
+def test_an_unknown_slug_is_not_found(client: Client) -> None:
+    expect(client.get("/v1/join/no-such-program"), 404, "program_not_found")
+    expect(
+        client.post("/v1/join/no-such-program/confirm", json={"token": "join_x"}), 404, "program_not_found"
+    )
+
+
+def test_join_routes_need_no_credential_and_ignore_one(client: Client, runtime: Runtime) -> None:
+    tenant = new_tenant(client, runtime, "open")
+    index = expect(client.get("/v1"), 200)
+    auth = {(e["method"], e["path"]): e["auth"] for e in index["endpoints"]}
+    for method, path in (
+        ("GET", "/v1/join/:programSlug"),
+        ("POST", "/v1/join/:programSlug"),
+        ("POST", "/v1/join/:programSlug/confirm"),
+        ("GET", "/v1/apps/:id/logo"),
+    ):
+        assert auth[(method, path)] == "none"
+    expect(client.get("/v1/join/open-partners", tenant.session), 200)
+
+
+def test_a_mail_server_that_fails_is_a_500_that_logs_no_token(
+    runtime: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))  # bound, not listening: the connection is refused
+        port = probe.getsockname()[1]
+        client = Client(
+            create_app(runtime, Settings(database_url="memory://", mailer=f"smtp://127.0.0.1:{port}"))
+        )
+        new_tenant(client, runtime, "down")
+        with caplog.at_level(logging.DEBUG):
+            body = expect(
+                client.post("/v1/join/down-partners", json={"email": "d@x.example", "name": "D"}),
+                500,
+                "internal_error",
+            )
+    assert "confirmation message could not be sent" in body["error"]["message"]
+    (signup,) = runtime.read(lambda tx: tx.uow.pending_signups.find_all({}))
+    assert signup.token_digest not in caplog.text
+    assert "join_" not in caplog.text

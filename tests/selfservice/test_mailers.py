@@ -1,0 +1,160 @@
+"""The bundled mailers and ``REFCORE_MAILER`` (decisions 6, 11): console, ``file:DIR``, ``smtp://``."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import io
+import socketserver
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from refcore.ports.mailer import Message
+from refcore_http.mailers import ConsoleMailer, FileMailer, SmtpMailer, open_mailer, parse_mailer_spec
+from refcore_http.settings import Settings, SettingsError
+from tests.selfservice.world import mailbox
+
+MESSAGE = Message(
+    to="sam@x.example", subject="Confirm your request", text="Open https://x.example/?token=abc\n"
+)
+
+
+def test_the_file_mailer_writes_one_eml_file_per_message(tmp_path: Path) -> None:
+    mailer = FileMailer(tmp_path / "spool", sender="join@acme.example")
+    mailer.send(MESSAGE)
+    mailer.send(Message(to="kim@x.example", subject="Second", text="Hi\n"))
+    files = sorted((tmp_path / "spool").iterdir())
+    assert [f.suffix for f in files] == [".eml", ".eml"]  # no temporary files are left behind
+    first, second = mailbox(tmp_path / "spool")
+    assert (first["From"], first["To"], first["Subject"]) == (
+        "join@acme.example",
+        "sam@x.example",
+        "Confirm your request",
+    )
+    assert first.get_body(preferencelist=("plain",)).get_content() == MESSAGE.text  # type: ignore[union-attr]
+    assert second["To"] == "kim@x.example"
+    assert first["Message-ID"] and first["Date"]
+
+
+def test_the_console_mailer_prints_the_whole_message(capsys: pytest.CaptureFixture[str]) -> None:
+    stream = io.StringIO()
+    ConsoleMailer(sender="refcore@localhost", stream=stream).send(MESSAGE)
+    printed = stream.getvalue()
+    assert "To: sam@x.example" in printed and "token=abc" in printed
+    ConsoleMailer(sender="refcore@localhost").send(MESSAGE)
+    assert "Subject: Confirm your request" in capsys.readouterr().out
+
+
+class _FakeSmtp(socketserver.StreamRequestHandler):
+    """Just enough SMTP for smtplib: greeting, EHLO, MAIL, RCPT, DATA, QUIT."""
+
+    received: ClassVar[list[tuple[str, list[str], bytes]]] = []
+
+    def _reply(self, line: str) -> None:
+        self.wfile.write(line.encode() + b"\r\n")
+
+    def handle(self) -> None:
+        self._reply("220 fake.smtp ESMTP")
+        sender, recipients = "", []
+        while True:
+            line = self.rfile.readline().decode().rstrip("\r\n")
+            verb = line.split(" ", 1)[0].upper()
+            if verb in ("EHLO", "HELO"):
+                self._reply("250 fake.smtp")
+            elif verb == "MAIL":
+                sender = line.split(":", 1)[1].strip().strip("<>")
+                self._reply("250 OK")
+            elif verb == "RCPT":
+                recipients.append(line.split(":", 1)[1].strip().strip("<>"))
+                self._reply("250 OK")
+            elif verb == "DATA":
+                self._reply("354 End data with <CR><LF>.<CR><LF>")
+                data = b""
+                while (chunk := self.rfile.readline()) != b".\r\n":
+                    data += chunk
+                _FakeSmtp.received.append((sender, recipients, data))
+                self._reply("250 OK queued")
+            elif verb == "QUIT" or not line:
+                self._reply("221 Bye")
+                return
+            else:
+                self._reply("502 not implemented")
+
+
+@pytest.fixture
+def smtp_server() -> Iterator[tuple[str, int]]:
+    _FakeSmtp.received = []
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _FakeSmtp)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        yield str(host), int(port)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_smtp_mailer_hands_the_message_to_the_server(smtp_server: tuple[str, int]) -> None:
+    host, port = smtp_server
+    mailer = open_mailer(f"smtp://{host}:{port}", "join@acme.example")
+    assert isinstance(mailer, SmtpMailer)
+    mailer.send(MESSAGE)
+    ((sender, recipients, data),) = _FakeSmtp.received
+    assert (sender, recipients) == ("join@acme.example", ["sam@x.example"])
+    parsed = email.message_from_bytes(data, policy=email.policy.default)
+    assert parsed["Subject"] == "Confirm your request"
+    assert "token=abc" in data.decode()
+
+
+def test_an_unreachable_smtp_server_raises() -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # bound but not listening: connections are refused
+        with pytest.raises(OSError):
+            SmtpMailer("127.0.0.1", port, sender="x@y.example", timeout=2).send(MESSAGE)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("console", "console"),
+        ("file:/tmp/mail", "file"),
+        ("smtp://mail.internal:2525", "smtp"),
+        ("smtp://relay", "smtp"),
+    ],
+)
+def test_mailer_settings_that_are_understood(value: str, kind: str) -> None:
+    assert parse_mailer_spec(value).kind == kind
+    assert Settings.from_env({"REFCORE_MAILER": value}).mailer == value
+
+
+@pytest.mark.parametrize(
+    "value", ["sendmail", "file:", "smtp://", "smtp://host:99999", "smtps://host", "smtp://u:p@host:25"]
+)
+def test_mailer_settings_that_are_refused_stop_the_server_at_start(value: str) -> None:
+    with pytest.raises(SettingsError, match="REFCORE_MAILER"):
+        Settings.from_env({"REFCORE_MAILER": value})
+
+
+def test_join_settings_from_the_environment() -> None:
+    settings = Settings.from_env(
+        {
+            "REFCORE_MAIL_FROM": "partners@acme.example",
+            "REFCORE_JOIN_CONFIRM_URL": "https://acme.example/join/{slug}",
+            "REFCORE_JOIN_LIMIT_PER_EMAIL": "3",
+            "REFCORE_JOIN_LIMIT_PER_IP": "50",
+        }
+    )
+    assert settings.mail_from == "partners@acme.example"
+    assert settings.join_confirm_url == "https://acme.example/join/{slug}"
+    assert (settings.join_limit_per_email, settings.join_limit_per_ip) == (3, 50)
+    assert Settings().mailer == "console"
+    with pytest.raises(SettingsError, match="REFCORE_JOIN_LIMIT_PER_IP"):
+        Settings.from_env({"REFCORE_JOIN_LIMIT_PER_IP": "0"})
