@@ -35,7 +35,7 @@ def optional_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> s
 
 def require_email(value: object, *, param: str = "email") -> str:
     text = require_text(value, param=param)
-    if not _EMAIL.match(text):
+    if not _EMAIL.fullmatch(text):
         raise ValidationError(f"{param} must be an e-mail address", param=param)
     return text
 
@@ -46,7 +46,7 @@ def optional_email(value: object, *, param: str = "email") -> str | None:
 
 def require_slug(value: object, *, param: str = "slug") -> str:
     text = require_text(value, param=param, max_length=64)
-    if not _SLUG.match(text):
+    if not _SLUG.fullmatch(text):
         raise ValidationError(f"{param} must be lowercase letters, digits and hyphens (1-64)", param=param)
     return text
 

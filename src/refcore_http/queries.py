@@ -24,7 +24,7 @@ def _convert(param: QueryParam, raw: str) -> Any:
             raise ValidationError(f"{param.name} must be one of: {', '.join(param.enum)}", param=param.name)
         return raw
     if param.type == "integer":
-        if not _INTEGER.match(raw):
+        if not _INTEGER.fullmatch(raw):
             raise ValidationError(f"{param.name} must be an integer", param=param.name)
         value = int(raw)
         low = param.minimum if param.minimum is not None else value

@@ -30,3 +30,41 @@ def test_decisions_8_unknown_affiliate_status_filter_is_a_validation_error() -> 
     with pytest.raises(ValidationError) as caught:
         affiliates.list_program_affiliates(rt, session, program.id, status="sleeping")
     assert caught.value.param == "status"
+
+
+@pytest.mark.parametrize(
+    ("check", "value"),
+    [
+        ("email", "a@b.co\n"),
+        ("slug", "abc\n"),
+    ],
+)
+def test_decisions_8_a_trailing_newline_is_not_a_valid_value(check: str, value: str) -> None:
+    from refcore import validation
+
+    validator = {"email": validation.require_email, "slug": validation.require_slug}[check]
+    with pytest.raises(ValidationError):
+        validator(value)
+
+
+def test_decisions_2_link_code_with_a_trailing_newline_is_refused() -> None:
+    rt = memory_runtime(clock=ManualClock())
+    _, token = tenancy.create_session(rt, "dev@example.com")
+    session = tenancy.authenticate(rt, token)
+    org = tenancy.create_organization(rt, session, "Org")
+    app = tenancy.create_app(rt, session, org.id, "App")
+    program = programs.create_program(
+        rt,
+        session,
+        {
+            "app_id": app.id,
+            "name": "P",
+            "slug": "p",
+            "currency": "usd",
+            "commission": {"type": "percent", "bps": 1000},
+        },
+    )
+    affiliate = affiliates.add_program_affiliate(rt, session, program.id, "a@example.com", "A")
+    with pytest.raises(ValidationError) as caught:
+        affiliates.create_link(rt, session, affiliate.id, "abc\n")
+    assert caught.value.param == "code"

@@ -50,7 +50,7 @@ def csv_cell(value: str) -> str:
 def normalise_iban(value: str) -> str:
     """Upper case without spaces; refuses anything that is not shaped like an IBAN."""
     compact = re.sub(r"\s+", "", value).upper()
-    if not _IBAN.match(compact):
+    if not _IBAN.fullmatch(compact):
         raise ValidationError("iban must be an IBAN (country code, check digits, account)", param="iban")
     return compact
 

@@ -44,7 +44,7 @@ def _code(value: object) -> str | None:
     if value is None:
         return None
     code = require_text(value, param="code", max_length=64).lower()
-    if not LINK_CODE.match(code):
+    if not LINK_CODE.fullmatch(code):
         raise ValidationError("code must be 3-64 of a-z, 0-9, _ and -", param="code")
     return code
 

@@ -140,7 +140,7 @@ def enable(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffil
 
 def _require_code(value: object) -> str:
     code = require_text(value, param="code", max_length=64).lower()
-    if not LINK_CODE.match(code):
+    if not LINK_CODE.fullmatch(code):
         raise ValidationError("code must be 3-64 of a-z, 0-9, _ and -", param="code")
     return code
 

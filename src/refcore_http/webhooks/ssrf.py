@@ -97,7 +97,7 @@ def parse_numeric_host(host: str) -> IPAddress | None:
     except ValueError:
         pass
     parts = text.split(".")
-    if not 1 <= len(parts) <= 4 or not all(_LEGACY_PART.match(p) for p in parts):
+    if not 1 <= len(parts) <= 4 or not all(_LEGACY_PART.fullmatch(p) for p in parts):
         return None
     values = [_legacy_value(p) for p in parts]
     *leading, last = values
