@@ -38,6 +38,7 @@ from refcore.models.payout import (
 from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore_memstore.database import APPEND_ONLY, UNIQUE_KEYS, MemoryDatabase
+from refcore_memstore.ledger import MemoryLedgerReads
 from refcore_memstore.metrics import MemoryMetrics
 from refcore_memstore.repository import MemoryRepository
 
@@ -105,6 +106,9 @@ class MemoryUnitOfWork:
 
     def metrics(self) -> MemoryMetrics:
         return MemoryMetrics(self._repos)
+
+    def ledger(self) -> MemoryLedgerReads:
+        return MemoryLedgerReads(self._repos)
 
     def commit(self) -> None:
         for name, repo in self._repos.items():

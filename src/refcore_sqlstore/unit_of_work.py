@@ -51,6 +51,7 @@ from refcore.models.payout import (
 from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.ledger import SqlLedgerReads
 from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.metrics import SqlMetrics
 from refcore_sqlstore.repository import SqlRepository
@@ -174,6 +175,9 @@ class SqlUnitOfWork:
 
     def metrics(self) -> SqlMetrics:
         return SqlMetrics(self._require_connection(), mappers())
+
+    def ledger(self) -> SqlLedgerReads:
+        return SqlLedgerReads(self._require_connection())
 
     def commit(self) -> None:
         """Make every write durable and visible at once. Later writes start a new transaction."""

@@ -42,6 +42,7 @@ from refcore.models.payout import (
 )
 from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
+from refcore.ports.ledger import LedgerReads
 from refcore.ports.metrics import ActivityMetrics
 from refcore.ports.repository import Repository
 
@@ -117,6 +118,10 @@ class UnitOfWork(Protocol):
     def metrics(self) -> ActivityMetrics:
         """Aggregate reads (counts, sums, earliest times) over this unit of work's repositories.
         A method, not a repository property: it has no records of its own."""
+        ...
+
+    def ledger(self) -> LedgerReads:
+        """Balances summed by derived status, and payout states by entry, each in one read."""
         ...
 
     def __enter__(self) -> Self: ...

@@ -7,13 +7,14 @@ from collections.abc import Iterable
 from attrs import frozen
 
 from refcore.errors import NotFound
-from refcore.models import CommissionEntry, Mode, Payment
+from refcore.models import CommissionEntry, Payment
 from refcore.representation import JsonObject, represent_entry
 from refcore.rules.entry_status import Balance
 from refcore.services.access import require_program_affiliate
+from refcore.services.balances import live_balance
 from refcore.services.ledger import status_of
 from refcore.services.pagination import Page, paginate
-from refcore.services.payout_state import PayoutStates, payout_states
+from refcore.services.payout_state import PayoutStates
 from refcore.services.principal import Principal, PrincipalKind, Scope
 from refcore.services.runtime import Runtime, Tx
 
@@ -32,8 +33,10 @@ def _payments_of(tx: Tx, entries: Iterable[CommissionEntry]) -> dict[str, Paymen
 
 
 def _paid_entry_ids(tx: Tx, entries: Iterable[CommissionEntry]) -> PayoutStates:
-    """Entries inside a completed payout (``paid``) or frozen in a live one (``processing``)."""
-    return payout_states(tx, entries)
+    """Entries inside a completed payout (``paid``) or frozen in a live one (``processing``),
+    looked up by entry: a page costs the same however many payouts its affiliates had."""
+    found = tx.uow.ledger().payout_states([entry.id for entry in entries])
+    return PayoutStates(paid=found.paid, processing=found.processing)
 
 
 def list_commissions(
@@ -76,23 +79,8 @@ def list_commissions(
 
 
 def balance_of(tx: Tx, program_affiliate_id: str) -> Balance:
-    """Sums of the affiliate's Live entries by derived status."""
-    entries = tx.uow.commission_entries.find_all(
-        {"program_affiliate_id": program_affiliate_id, "mode": Mode.LIVE}
-    )
-    payments = _payments_of(tx, entries)
-    payouts = _paid_entry_ids(tx, entries)
-    balance = Balance()
-    for entry in entries:
-        status = status_of(
-            entry,
-            payments[entry.transaction_id],
-            now=tx.now,
-            paid=entry.id in payouts.paid,
-            processing=entry.id in payouts.processing,
-        )
-        balance = balance.add(status, entry.amount)
-    return balance
+    """Sums of the affiliate's Live entries by derived status, in one read (see balances)."""
+    return live_balance(tx, program_affiliate_id)
 
 
 def payout_balance(rt: Runtime, principal: Principal, program_affiliate_id: str) -> Balance:

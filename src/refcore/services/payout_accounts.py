@@ -14,8 +14,8 @@ from refcore.errors import NotFound, ValidationError
 from refcore.models.payout import PayoutDetails, PayoutMethod
 from refcore.rules.entry_status import Balance
 from refcore.rules.payouts import REQUIRED_DETAILS, normalise_iban
+from refcore.services.balances import live_balance
 from refcore.services.payout_access import own_affiliate, readable_affiliate
-from refcore.services.payout_state import funds_of
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import optional_text, require_choice, require_email, require_text
@@ -118,6 +118,6 @@ def get_payout_balance(
         affiliate = readable_affiliate(tx, principal, program_ref, program_affiliate_id)
         program = tx.uow.programs.get(affiliate.program_id)
         assert program is not None
-        return BalanceView(program.id, affiliate.id, program.currency, funds_of(tx, affiliate.id).balance)
+        return BalanceView(program.id, affiliate.id, program.currency, live_balance(tx, affiliate.id))
 
     return rt.read(work)

@@ -1,0 +1,47 @@
+"""Ledger reads that the store answers in one query, whatever the length of the history.
+
+A balance sums an affiliate's entries by derived status (decisions 4, 5). Loading every entry,
+its payment and its payout items into Python to derive each status one by one costs time in
+proportion to the affiliate's whole history; a store can instead derive the status inside one
+aggregate query, reading the entries through an index. The rule stays the core's
+(:func:`refcore.rules.entry_status.entry_status`): the port returns the sums per status, with
+this precedence, and the memory store computes them with that very function.
+
+- ``paid``: held by a payout item of a ``succeeded`` execution;
+- ``processing``: held by a payout item of a ``prepared`` or ``ready`` execution;
+- ``held``: the entry's payment has an open dispute (``open_dispute_count > 0``);
+- ``pending``: ``now < available_at``;
+- ``approved``: everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from datetime import datetime
+from typing import Protocol
+
+from attrs import frozen
+
+from refcore.models import EntryStatus, Mode
+
+
+@frozen
+class EntryPayoutStates:
+    """Among some entries: those in a succeeded payout, and those frozen in a live one."""
+
+    paid: frozenset[str] = frozenset()
+    processing: frozenset[str] = frozenset()
+
+
+class LedgerReads(Protocol):
+    """Aggregate ledger reads inside one unit of work (they see its own uncommitted writes)."""
+
+    def status_sums(self, program_affiliate_id: str, mode: Mode, now: datetime) -> Mapping[EntryStatus, int]:
+        """The sum of the affiliate's entries in ``mode`` per derived status at ``now``; every
+        status is present (``0`` when no entry has it)."""
+        ...
+
+    def payout_states(self, entry_ids: Collection[str]) -> EntryPayoutStates:
+        """Which of ``entry_ids`` are paid or processing, looked up by entry (not by affiliate),
+        so that a page of entries costs the same however many payouts the affiliates had."""
+        ...

@@ -1,0 +1,85 @@
+"""The store's aggregate ledger reads agree with deriving each entry's status in the core.
+
+``LedgerReads.status_sums`` (one query on SQL) must give, for every affiliate and at every
+moment, exactly the sums that applying :func:`refcore.rules.entry_status.entry_status` entry by
+entry gives: paid and processing from payout items, held from open disputes, pending until
+``available_at`` (the instant itself is approved), approved otherwise. ``payout_states`` looked
+up by entry must agree with the per-affiliate derivation of ``services.payout_state``.
+"""
+
+from __future__ import annotations
+
+from refcore.clocks import ManualClock
+from refcore.models import DisputeStatus, EntryStatus, Mode
+from refcore.rules.entry_status import entry_status
+from refcore.services import payouts
+from refcore.services.payout_state import payout_states
+from refcore.services.runtime import Runtime, Tx
+from tests.contract.scenario import World, build_world
+
+LIVE = Mode.LIVE
+
+
+def _derived(tx: Tx, affiliate_id: str) -> dict[EntryStatus, int]:
+    """Entry by entry, with the core's rule: the reference the store's query must match."""
+    entries = tx.uow.commission_entries.find_all({"program_affiliate_id": affiliate_id, "mode": LIVE})
+    states = payout_states(tx, entries)
+    sums = dict.fromkeys(EntryStatus, 0)
+    for entry in entries:
+        payment = tx.uow.payments.get(entry.transaction_id)
+        status = entry_status(
+            entry,
+            now=tx.now,
+            payment_held=payment is not None and payment.open_dispute_count > 0,
+            paid=entry.id in states.paid,
+            processing=entry.id in states.processing,
+        )
+        sums[status] += entry.amount
+    return sums
+
+
+def _assert_store_agrees(world: World, *affiliate_ids: str) -> None:
+    def work(tx: Tx) -> None:
+        for affiliate_id in affiliate_ids:
+            assert dict(tx.uow.ledger().status_sums(affiliate_id, LIVE, tx.now)) == _derived(tx, affiliate_id)
+            entries = tx.uow.commission_entries.find_all({"program_affiliate_id": affiliate_id})
+            expected = payout_states(tx, entries)
+            found = tx.uow.ledger().payout_states([e.id for e in entries])
+            assert (found.paid, found.processing) == (expected.paid, expected.processing)
+
+    world.rt.read(work)
+
+
+def test_status_sums_match_the_entry_status_rule_through_a_ledger_life(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    world = build_world(runtime, clock, hold_days=10)
+    second = world.add_affiliate()
+    second_link = world.add_link(second)
+    payments = [world.pay(world.referred_customer(), 10_000).record for _ in range(3)]
+    other = world.pay(world.referred_customer(link=second_link), 7_000).record
+    _assert_store_agrees(world, world.affiliate.id, second.id)  # all pending
+
+    world.advance(10)  # now == available_at: approved, not pending
+    world.refund(payments[0].payment_id, 2_500)  # a reversal, approved at once
+    world.dispute("dp_1", payments[1].payment_id, DisputeStatus.OPENED, 1_000)  # held
+    _assert_store_agrees(world, world.affiliate.id, second.id)
+
+    batch = payouts.prepare_batch(runtime, world.session, world.program.id)  # processing
+    later = world.pay(world.referred_customer(), 5_000).record  # pending again
+    world.dispute("dp_2", payments[2].payment_id, DisputeStatus.OPENED, 500)  # processing beats held
+    _assert_store_agrees(world, world.affiliate.id, second.id)
+
+    payouts.dispatch_batch(runtime, world.session, batch.id)
+    payouts.mark_paid(runtime, world.session, second.id)  # second's payout succeeds: paid
+    world.advance(11)
+    world.refund(later.payment_id, 5_000)  # fully refunded: earned and reversal net to zero
+    world.refund(other.payment_id, 1_000)  # a reversal after the payout: approved, negative
+    world.dispute("dp_3", other.payment_id, DisputeStatus.OPENED, 500)  # paid beats held
+    _assert_store_agrees(world, world.affiliate.id, second.id)
+
+
+def test_status_sums_of_an_affiliate_without_entries_are_zero(runtime: Runtime, clock: ManualClock) -> None:
+    world = build_world(runtime, clock)
+    sums = world.rt.read(lambda tx: dict(tx.uow.ledger().status_sums(world.affiliate.id, LIVE, tx.now)))
+    assert sums == dict.fromkeys(EntryStatus, 0)
