@@ -23,6 +23,7 @@ would see its own empty database. Use a file, or ``refcore_memstore`` for an in-
 from __future__ import annotations
 
 import sqlite3
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
@@ -65,8 +66,13 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolE
         cursor.close()
 
 
+#: Set while a read-only unit of work begins (:mod:`refcore_sqlstore.sqlite_turns`): the
+#: transaction then begins deferred and takes no lock (WAL readers never block the writer).
+READ_ONLY_BEGIN: ContextVar[bool] = ContextVar("refcore_sqlite_read_only_begin", default=False)
+
+
 def _begin_immediate(connection: Any) -> None:
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    connection.exec_driver_sql("BEGIN" if READ_ONLY_BEGIN.get() else "BEGIN IMMEDIATE")
 
 
 def _end_leftover_transaction(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:

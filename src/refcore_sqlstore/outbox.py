@@ -23,6 +23,7 @@ from refcore.models import Event
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.tables import events
+from refcore_sqlstore.writer_lock import writer_turn
 
 
 class SqlOutbox:
@@ -43,7 +44,7 @@ class SqlOutbox:
         )
         if self._engine.dialect.name == "postgresql":
             statement = statement.with_for_update(skip_locked=True)
-        with database_errors(), self._engine.begin() as connection:
+        with database_errors(), writer_turn(self._engine), self._engine.begin() as connection:
             rows = connection.execute(statement).mappings().all()
             ids = [row["id"] for row in rows]
             if ids:
@@ -54,7 +55,7 @@ class SqlOutbox:
         return claimed
 
     def mark_delivered(self, event_id: str, *, now: datetime) -> None:
-        with database_errors(), self._engine.begin() as connection:
+        with database_errors(), writer_turn(self._engine), self._engine.begin() as connection:
             result = connection.execute(
                 update(events).where(events.c.id == event_id).values(delivered_at=now)
             )

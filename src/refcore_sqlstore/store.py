@@ -19,6 +19,7 @@ from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
+from refcore_sqlstore.sqlite_turns import ReadOnlyUnitOfWork, WriterTurnUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 
 
@@ -55,6 +56,14 @@ class SqlStore:
             return schema_is_current(self._engine)
 
     def unit_of_work(self) -> SqlUnitOfWork:
+        if self.dialect == "sqlite":
+            return WriterTurnUnitOfWork(self._engine)
+        return SqlUnitOfWork(self._engine)
+
+    def read_unit_of_work(self) -> SqlUnitOfWork:
+        """A unit of work for reads only (nothing is committed): deferred on SQLite."""
+        if self.dialect == "sqlite":
+            return ReadOnlyUnitOfWork(self._engine)
         return SqlUnitOfWork(self._engine)
 
     def runtime(self, clock: Clock | None = None, notifier: EventNotifier | None = None) -> Runtime:
@@ -62,6 +71,7 @@ class SqlStore:
         clock = clock or SystemClock()
         return Runtime(
             unit_of_work=self.unit_of_work,
+            read_unit_of_work=self.read_unit_of_work,
             clock=clock,
             ids=TimeOrderedIds(clock),
             notifier=notifier or NullNotifier(),

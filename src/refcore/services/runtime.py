@@ -61,6 +61,9 @@ class Runtime:
     clock: Clock
     ids: IdGenerator
     notifier: EventNotifier = field(factory=NullNotifier)
+    #: Units of work for :meth:`read`, when the store has a cheaper read-only kind (SQLite
+    #: begins them without taking the write lock); ``None`` uses ``unit_of_work``.
+    read_unit_of_work: UnitOfWorkFactory | None = None
 
     def transaction(self, work: Callable[[Tx], T]) -> T:
         for _attempt in range(_ATTEMPTS):
@@ -78,5 +81,5 @@ class Runtime:
 
     def read(self, work: Callable[[Tx], T]) -> T:
         """A read-only unit of work: nothing is committed."""
-        with self.unit_of_work() as uow:
+        with (self.read_unit_of_work or self.unit_of_work)() as uow:
             return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
