@@ -233,3 +233,49 @@ def test_interface_4_1_rule_10_rejected_operations_are_terminal_and_change_nothi
             world.refund("pay_1", "100", refund_id="re_text")
     assert world.entries()[0].kind is EntryKind.EARNED
     assert len(world.entries()) == 1
+
+
+def test_interface_4_1_rule_10_replays_are_answered_after_the_processor_is_connected(
+    world: World,
+) -> None:
+    """A stored answer never changes: exact replays of API reports made before the processor was
+    connected still answer the stored record, while new API revenue is refused."""
+    customer = world.referred_customer(LIVE)
+    world.pay(customer, A, payment_id="pay_1")
+    refund = world.refund("pay_1", 1_000, refund_id="re_1").record
+    dispute = world.dispute("dp_1", "pay_1", "opened", 2_000).record
+    world.set_app_fields(live_revenue_source=None, processor_connected_live=True)
+    before = world.snapshot()
+
+    assert world.refund("pay_1", 1_000, refund_id="re_1").record == refund
+    assert world.dispute("dp_1", "pay_1", "opened", 2_000).record == dispute
+    assert world.snapshot() == before
+    with world.rejects("revenue_source_conflict"):
+        world.dispute("dp_1", "pay_1", "lost", 2_000)
+    with world.rejects("revenue_source_conflict"):
+        world.refund("pay_1", 1_000, refund_id="re_2")
+
+
+def test_interface_4_1_rule_9_source_lock_rechecks_the_processor_under_the_app_lock(
+    world: World,
+) -> None:
+    """The first positive Live payment locks the source under the App's row lock, and checks the
+    processor connection again there (a claim takes the same lock), so an App can never end up
+    both connected to the processor and locked to API revenue."""
+    from attrs import evolve
+
+    from refcore.errors import RevenueSourceConflict
+    from refcore.services import revenue
+
+    customer = world.referred_customer(LIVE)
+    app = world.current_app()
+    world.set_app_fields(processor_connected_live=True)
+    stale_view = evolve(app, processor_connected_live=False)
+
+    def work(tx: object) -> None:
+        revenue._lock_revenue_source(tx, stale_view, LIVE, RevenueSource.API, A)  # type: ignore[arg-type]
+
+    with pytest.raises(RevenueSourceConflict):
+        world.rt.transaction(work)
+    assert world.current_app().live_revenue_source is None
+    assert customer is not None

@@ -251,12 +251,11 @@ def _lock_revenue_source(tx: Tx, app: App, mode: Mode, source: RevenueSource, am
         return
     locked = tx.uow.apps.get(app.id, for_update=True)
     assert locked is not None
+    # Check again under the App's lock: a processor claim (which takes the same lock) may have
+    # connected the processor, or another payment locked the source, since the unlocked read.
+    _require_revenue_source(locked, mode, source)
     if locked.live_revenue_source is None:
         tx.uow.apps.replace(evolve(locked, live_revenue_source=source))
-    elif locked.live_revenue_source is not source:
-        raise RevenueSourceConflict(
-            f"This App's revenue source is locked to {locked.live_revenue_source.value}"
-        )
 
 
 def _locked_payment(tx: Tx, scope: Scope, payment_id: str) -> Payment:
@@ -351,7 +350,14 @@ def report_dispute(
 
     def work(tx: Tx) -> Recorded:
         where = {"app_id": scope.app_id, "mode": scope.mode, "dispute_id": dispute_id}
-        same_identity(tx.uow.disputes.find_one(where))
+        stored = same_identity(tx.uow.disputes.find_one(where))
+        if stored is not None and (
+            dispute_rules.classify_report(stored.status, status) is dispute_rules.Move.UNCHANGED
+        ):
+            # A replay is answered from the stored dispute before anything else is checked, as
+            # payments and refunds are: a stored answer never changes (e.g. after a processor
+            # connection refuses new API revenue).
+            return Recorded(stored, created=False)
         _require_source_for(tx, scope, source)
         payment = _locked_payment(tx, scope, payment_id)
         # Read again under the payment's lock: a concurrent report may have just created it, and
