@@ -11,10 +11,11 @@ lock sees what the previous lock holder committed.
   instead of failing at once;
 - ``PRAGMA journal_mode = WAL``: readers never block the writer and a commit is one append;
 - ``PRAGMA foreign_keys = ON`` (SQLite leaves foreign keys unchecked otherwise);
-- the driver's own transaction handling switched off, and every transaction opened with
-  ``BEGIN IMMEDIATE``, which takes the write lock at once. A unit of work that reads and then
-  writes can therefore never find that another process wrote in between; writers queue on the
-  lock (within the busy timeout) instead of failing when they upgrade.
+- the driver's own transaction handling switched off, and every transaction that may write
+  opened with ``BEGIN IMMEDIATE``, which takes the write lock at once. A unit of work that reads
+  and then writes can therefore never find that another process wrote in between; writers queue
+  on the lock (within the busy timeout) instead of failing when they upgrade. Read-only units of
+  work (``Runtime.read``) begin deferred instead (``READ_ONLY_BEGIN``): a WAL snapshot, no lock.
 
 An in-memory SQLite database (``sqlite://``, ``:memory:``) is refused: each pooled connection
 would see its own empty database. Use a file, or ``refcore_memstore`` for an in-memory store.
