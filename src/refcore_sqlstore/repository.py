@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, Connection, Select, insert, select, update
+from sqlalchemy import Connection, Select
 
 from refcore_sqlstore.errors import database_errors
-from refcore_sqlstore.mapping import RowMapper, db_value
+from refcore_sqlstore.mapping import RowMapper
+from refcore_sqlstore.statements import TableStatements, statements_of
 
 M = TypeVar("M")
 
@@ -32,54 +33,50 @@ class SqlRepository(Generic[M]):
         self._mapper = mapper
         self._table = mapper.table
         self._append_only = append_only
+        #: Statements built once per table and shape, run with parameters (see statements).
+        self._statements = statements_of(mapper.table)
 
     # -- reads -----------------------------------------------------------------------------
 
-    def _where(self, where: Mapping[str, object]) -> list[ColumnElement[bool]]:
-        clauses: list[ColumnElement[bool]] = []
-        for field, value in where.items():
-            column = self._table.c[self._mapper.column(field)]
-            clauses.append(column.is_(None) if value is None else column == db_value(value))
-        return clauses
+    def _columns(self, where: Mapping[str, object]) -> dict[str, object]:
+        return {self._mapper.column(field): value for field, value in where.items()}
 
-    def _select(self, where: Mapping[str, object]) -> Select[Any]:
-        return select(self._table).where(*self._where(where))
-
-    def _fetch(self, statement: Select[Any]) -> list[M]:
+    def _fetch(self, statement: Select[Any], params: Mapping[str, Any]) -> list[M]:
         with database_errors():
-            rows = self._connection.execute(statement).mappings().all()
+            rows = self._connection.execute(statement, dict(params)).mappings().all()
         return [self._mapper.from_row(row) for row in rows]
 
     def get(self, id: str, *, for_update: bool = False) -> M | None:
-        statement = select(self._table).where(self._table.c.id == id)
-        if for_update:
-            statement = statement.with_for_update()
-        found = self._fetch(statement)
+        found = self._fetch(self._statements.by_id(for_update=for_update), TableStatements.id_param(id))
         return found[0] if found else None
 
     def find_one(self, where: Mapping[str, object], *, for_update: bool = False) -> M | None:
         # No ORDER BY: the port promises a single match, and sorting would keep the database
         # from answering a unique lookup straight from its index.
-        statement = self._select(where).limit(1)
-        if for_update:
-            statement = statement.with_for_update()
-        found = self._fetch(statement)
+        columns = self._columns(where)
+        statement = self._statements.one(TableStatements.shape(columns), for_update=for_update)
+        found = self._fetch(statement, TableStatements.params(columns))
         return found[0] if found else None
 
     def find_all(self, where: Mapping[str, object]) -> list[M]:
-        return self._fetch(self._select(where).order_by(self._table.c.id))
+        columns = self._columns(where)
+        statement = self._statements.all(TableStatements.shape(columns))
+        return self._fetch(statement, TableStatements.params(columns))
 
     def page(self, where: Mapping[str, object], *, limit: int, before: str | None) -> list[M]:
-        statement = self._select(where)
+        columns = self._columns(where)
+        params = TableStatements.params(columns)
         if before is not None:
-            statement = statement.where(self._table.c.id < before)
-        return self._fetch(statement.order_by(self._table.c.id.desc()).limit(limit))
+            params.update(TableStatements.before_param(before))
+        shape = TableStatements.shape(columns)
+        statement = self._statements.page(shape, limit=limit, before=before is not None)
+        return self._fetch(statement, params)
 
     # -- writes ----------------------------------------------------------------------------
 
     def add(self, item: M) -> None:
         with database_errors():
-            self._connection.execute(insert(self._table).values(self._mapper.to_row(item)))
+            self._connection.execute(self._statements.insert, self._mapper.to_row(item))
 
     def replace(self, item: M) -> None:
         if self._append_only:
@@ -87,6 +84,8 @@ class SqlRepository(Generic[M]):
         row = self._mapper.to_row(item)
         id = row.pop("id")
         with database_errors():
-            result = self._connection.execute(update(self._table).where(self._table.c.id == id).values(row))
+            result = self._connection.execute(
+                self._statements.update_by_id, {**row, **TableStatements.id_param(id)}
+            )
         if result.rowcount == 0:
             raise KeyError(id)
