@@ -72,3 +72,8 @@ class MemoryLedgerReads:
             for item in self._repositories["payout_items"].find_all({"entry_id": entry_id})
         ]
         return self._states_of(items, wanted)
+
+    def held_payments(self, payment_ids: Collection[str]) -> frozenset[str]:
+        payments = self._repositories["payments"]
+        found = (payments.get(payment_id) for payment_id in set(payment_ids))
+        return frozenset(p.id for p in found if p is not None and p.open_dispute_count > 0)

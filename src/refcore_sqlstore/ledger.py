@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from datetime import datetime
 
-from sqlalchemy import Connection, case, func, select
+from sqlalchemy import Connection, bindparam, case, func, select
 
 from refcore.models import EntryStatus, Mode
 from refcore.models.payout import PayoutExecutionStatus
@@ -23,6 +23,17 @@ from refcore_sqlstore.tables import commission_entries, payments, payout_executi
 
 _LIVE_PAYOUT = (PayoutExecutionStatus.PREPARED.value, PayoutExecutionStatus.READY.value)
 _SUCCEEDED = PayoutExecutionStatus.SUCCEEDED.value
+
+#: Built once: lookups by a list of IDs (``IN``, one bound list) through the primary or a
+#: unique key.
+_PAYOUT_STATES = (
+    select(payout_items.c.entry_id, payout_executions.c.status)
+    .select_from(payout_items.join(payout_executions, payout_executions.c.id == payout_items.c.execution_id))
+    .where(payout_items.c.active_entry_id.in_(bindparam("ids", expanding=True)))
+)
+_HELD_PAYMENTS = select(payments.c.id).where(
+    payments.c.id.in_(bindparam("ids", expanding=True)), payments.c.open_dispute_count > 0
+)
 
 
 class SqlLedgerReads:
@@ -65,14 +76,16 @@ class SqlLedgerReads:
         ids = sorted(set(entry_ids))
         if not ids:
             return EntryPayoutStates()
-        i, x = payout_items, payout_executions
-        statement = (
-            select(i.c.entry_id, x.c.status)
-            .select_from(i.join(x, x.c.id == i.c.execution_id))
-            .where(i.c.active_entry_id.in_(ids))
-        )
         with database_errors():
-            rows = self._connection.execute(statement).all()
+            rows = self._connection.execute(_PAYOUT_STATES, {"ids": ids}).all()
         paid = frozenset(entry for entry, status in rows if status == _SUCCEEDED)
         processing = frozenset(entry for entry, status in rows if status in _LIVE_PAYOUT)
         return EntryPayoutStates(paid=paid, processing=processing)
+
+    def held_payments(self, payment_ids: Collection[str]) -> frozenset[str]:
+        ids = sorted(set(payment_ids))
+        if not ids:
+            return frozenset()
+        with database_errors():
+            rows = self._connection.execute(_HELD_PAYMENTS, {"ids": ids}).all()
+        return frozenset(row[0] for row in rows)

@@ -46,6 +46,9 @@ def _assert_store_agrees(world: World, *affiliate_ids: str) -> None:
             expected = payout_states(tx, entries)
             found = tx.uow.ledger().payout_states([e.id for e in entries])
             assert (found.paid, found.processing) == (expected.paid, expected.processing)
+            payments = {e.transaction_id for e in entries}
+            held = {p for p in payments if tx.uow.payments.get(p).open_dispute_count > 0}  # type: ignore[union-attr]
+            assert tx.uow.ledger().held_payments(payments) == held
 
     world.rt.read(work)
 
@@ -64,6 +67,8 @@ def test_status_sums_match_the_entry_status_rule_through_a_ledger_life(
     world.refund(payments[0].payment_id, 2_500)  # a reversal, approved at once
     world.dispute("dp_1", payments[1].payment_id, DisputeStatus.OPENED, 1_000)  # held
     _assert_store_agrees(world, world.affiliate.id, second.id)
+    held = world.rt.read(lambda tx: tx.uow.ledger().held_payments([p.id for p in payments]))
+    assert held == {payments[1].id}
 
     batch = payouts.prepare_batch(runtime, world.session, world.program.id)  # processing
     later = world.pay(world.referred_customer(), 5_000).record  # pending again

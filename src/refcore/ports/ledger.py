@@ -45,3 +45,8 @@ class LedgerReads(Protocol):
         """Which of ``entry_ids`` are paid or processing, looked up by entry (not by affiliate),
         so that a page of entries costs the same however many payouts the affiliates had."""
         ...
+
+    def held_payments(self, payment_ids: Collection[str]) -> frozenset[str]:
+        """Which of these payments (``txn_``) have an open dispute, so their entries are
+        ``held``: one read for a page of entries instead of one per payment."""
+        ...

@@ -7,12 +7,11 @@ from collections.abc import Iterable
 from attrs import frozen
 
 from refcore.errors import NotFound
-from refcore.models import CommissionEntry, Payment
+from refcore.models import CommissionEntry
 from refcore.representation import JsonObject, represent_entry
-from refcore.rules.entry_status import Balance
+from refcore.rules.entry_status import Balance, entry_status
 from refcore.services.access import require_program_affiliate
 from refcore.services.balances import live_balance
-from refcore.services.ledger import status_of
 from refcore.services.pagination import Page, paginate
 from refcore.services.payout_state import PayoutStates
 from refcore.services.principal import Principal, PrincipalKind, Scope
@@ -27,9 +26,9 @@ class EntryPage:
     has_more: bool
 
 
-def _payments_of(tx: Tx, entries: Iterable[CommissionEntry]) -> dict[str, Payment | None]:
-    ids = {e.transaction_id for e in entries}
-    return {i: tx.uow.payments.get(i) for i in ids}
+def _held_payments(tx: Tx, entries: Iterable[CommissionEntry]) -> frozenset[str]:
+    """The entries' payments with an open dispute (their entries are ``held``), in one read."""
+    return tx.uow.ledger().held_payments({e.transaction_id for e in entries})
 
 
 def _paid_entry_ids(tx: Tx, entries: Iterable[CommissionEntry]) -> PayoutStates:
@@ -58,15 +57,15 @@ def list_commissions(
             limit=limit,
             starting_after=starting_after,
         )
-        payments = _payments_of(tx, page.data)
+        held = _held_payments(tx, page.data)
         payouts = _paid_entry_ids(tx, page.data)
         data = [
             represent_entry(
                 e,
-                status_of(
+                entry_status(
                     e,
-                    payments[e.transaction_id],
                     now=tx.now,
+                    payment_held=e.transaction_id in held,
                     paid=e.id in payouts.paid,
                     processing=e.id in payouts.processing,
                 ),
