@@ -360,20 +360,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress(f"{plan.mode} run, about {plan.estimate_seconds() / 60:.0f} min; working in {run_dir}")
     runner = Runner(plan, run_dir, progress)
     results = Results(command=command.strip(), mode=plan.mode, facts=facts(run_dir), method=runner.method())
+    json_path = Path(args.json) if args.json else ROOT / "bench" / "results" / f"{plan.mode}.json"
+    json_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         results.rows.append(runner.ceiling())
+        results.save(json_path)  # after each step, so a run cut short keeps what it measured
         for store in plan.stores:
             results.rows.extend(runner.store(store))
+            results.save(json_path)
         if plan.scales:
             for store in plan.stores:
                 runner.scaling(store, results)
+                results.save(json_path)
     finally:
         if args.keep:
             progress(f"run directory kept: {run_dir}")
         else:
             shutil.rmtree(run_dir, ignore_errors=True)
-    json_path = Path(args.json) if args.json else ROOT / "bench" / "results" / f"{plan.mode}.json"
-    json_path.parent.mkdir(parents=True, exist_ok=True)
     results.save(json_path)
     before = Results.load(Path(args.compare)) if args.compare else None
     output = Path(args.output)

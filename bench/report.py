@@ -38,14 +38,23 @@ def _scaling_ratio(results: Results, store: str, scenario: str) -> tuple[float, 
         return None
     small, large = rows[0], rows[-1]
     assert small.measured is not None and large.measured is not None
-    if small.measured.p50_ms <= 0 or small.measured.p99_ms <= 0:
+    if not small.measured.requests or small.measured.p50_ms <= 0 or small.measured.p99_ms <= 0:
         return None
+    if not large.measured.requests:
+        return (float("inf"), float("inf"), small.entries, large.entries)
     return (
         large.measured.p50_ms / small.measured.p50_ms,
         large.measured.p99_ms / small.measured.p99_ms,
         small.entries,
         large.entries,
     )
+
+
+def _p99_or_worse(row: Row) -> float:
+    """A run that got no answer at all is worse than any latency it could have shown."""
+    if row.measured is None:
+        return 0.0
+    return row.measured.p99_ms if row.measured.requests else float("inf")
 
 
 def verdicts(results: Results) -> list[Verdict]:
@@ -75,14 +84,17 @@ def verdicts(results: Results) -> list[Verdict]:
         )
     )
     measured = [r for r in results.rows if r.store != "ceiling" and r.measured is not None]
-    slow = [r for r in measured if r.measured and r.measured.p99_ms >= P99_LIMIT_MS]
-    worst = max(measured, key=lambda r: r.measured.p99_ms if r.measured else 0, default=None)
+    slow = [
+        r for r in measured if r.measured and (not r.measured.requests or r.measured.p99_ms >= P99_LIMIT_MS)
+    ]
+    worst = max(measured, key=_p99_or_worse, default=None)
     out.append(
         Verdict(
             f"p99 < {P99_LIMIT_MS:g} ms for every scenario at 32 connections",
             (
                 f"{len(measured) - len(slow)}/{len(measured)} rows under; worst "
-                f"{STORE_NAMES[worst.store]} {worst.scenario} {_f(worst.measured.p99_ms)} ms"
+                f"{STORE_NAMES[worst.store]} {worst.scenario} "
+                f"{_f(worst.measured.p99_ms) + ' ms' if worst.measured.requests else 'no answer'}"
                 if worst and worst.measured
                 else "-"
             )
@@ -149,6 +161,11 @@ def _scenario_line(row: Row, ceiling: float | None, title: str) -> str:
     m = row.measured
     if m is None:
         return f"| {STORE_NAMES[row.store]} | {title} | {row.note or 'not measured'} | | | | | | | | |"
+    if not m.requests:
+        return (
+            f"| {STORE_NAMES[row.store]} | {title} | 0 | 0 | no answer within the run | | {m.errors:,} "
+            f"| {_f(row.rss_mb, 0)} | | | {_f(row.load1)} |"
+        )
     share = f"{m.rps / ceiling:.2f}" if ceiling else "-"
     writes = (
         f"{row.committed:,} / {row.acknowledged:,}"
@@ -157,7 +174,8 @@ def _scenario_line(row: Row, ceiling: float | None, title: str) -> str:
     )
     return (
         f"| {STORE_NAMES[row.store]} | {title} | {m.rps:,.0f} | {share} | {_f(m.p50_ms)} | {_f(m.p99_ms)} "
-        f"| {m.errors:,} | {_f(row.rss_mb, 0)} | {writes} |"
+        f"| {m.errors:,} | {_f(row.rss_mb, 0)} | {writes} | {_f(row.cpu_ms_per_request, 2)} "
+        f"| {_f(row.load1)} |"
     )
 
 
@@ -177,6 +195,11 @@ def _scale_line(row: ScaleRow) -> str:
     if m is None:
         note = row.note or "not measured"
         return f"| {STORE_NAMES[row.store]} | {row.scenario} | {row.entries:,} | {note} | | | | | | |"
+    if not m.requests:
+        return (
+            f"| {STORE_NAMES[row.store]} | {row.scenario} | {row.entries:,} | 0 | no answer within the run | "
+            f"| {m.errors:,} | {_f(row.rss_mb, 0)} | | {_f(row.load1)} |"
+        )
     return (
         f"| {STORE_NAMES[row.store]} | {row.scenario} | {row.entries:,} | {m.rps:,.0f} | {_f(m.p50_ms)} "
         f"| {_f(m.p99_ms)} | {m.errors:,} | {_f(row.rss_mb, 0)} | {_f(row.cpu_ms_per_request, 2)} "
