@@ -6,11 +6,14 @@ import pytest
 
 from refcore.clocks import ManualClock
 from refcore.errors import ValidationError
+from refcore.models import Program
 from refcore.services import affiliates, programs, tenancy
+from refcore.services.principal import Principal
+from refcore.services.runtime import Runtime
 from refcore_memstore import memory_runtime
 
 
-def test_decisions_8_unknown_affiliate_status_filter_is_a_validation_error() -> None:
+def _program_with_session() -> tuple[Runtime, Principal, Program]:
     rt = memory_runtime(clock=ManualClock())
     _, token = tenancy.create_session(rt, "dev@example.com")
     session = tenancy.authenticate(rt, token)
@@ -27,6 +30,11 @@ def test_decisions_8_unknown_affiliate_status_filter_is_a_validation_error() -> 
             "commission": {"type": "percent", "bps": 1000},
         },
     )
+    return rt, session, program
+
+
+def test_decisions_8_unknown_affiliate_status_filter_is_a_validation_error() -> None:
+    rt, session, program = _program_with_session()
     with pytest.raises(ValidationError) as caught:
         affiliates.list_program_affiliates(rt, session, program.id, status="sleeping")
     assert caught.value.param == "status"
@@ -48,22 +56,7 @@ def test_decisions_8_a_trailing_newline_is_not_a_valid_value(check: str, value: 
 
 
 def test_decisions_2_link_code_with_a_trailing_newline_is_refused() -> None:
-    rt = memory_runtime(clock=ManualClock())
-    _, token = tenancy.create_session(rt, "dev@example.com")
-    session = tenancy.authenticate(rt, token)
-    org = tenancy.create_organization(rt, session, "Org")
-    app = tenancy.create_app(rt, session, org.id, "App")
-    program = programs.create_program(
-        rt,
-        session,
-        {
-            "app_id": app.id,
-            "name": "P",
-            "slug": "p",
-            "currency": "usd",
-            "commission": {"type": "percent", "bps": 1000},
-        },
-    )
+    rt, session, program = _program_with_session()
     affiliate = affiliates.add_program_affiliate(rt, session, program.id, "a@example.com", "A")
     with pytest.raises(ValidationError) as caught:
         affiliates.create_link(rt, session, affiliate.id, "abc\n")

@@ -88,21 +88,10 @@ def record_payment(
     currency = require_currency(report.currency)
 
     def work(tx: Tx) -> Recorded:
-        existing = tx.uow.payments.find_one(
-            {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
-        )
-        if existing is not None:
-            same = (existing.customer_id, existing.program_id, existing.amount, existing.currency)
-            if same != (customer_id, program_id, amount, currency):
-                raise IdempotencyConflict(
-                    f"payment_id {payment_id} was already used with different details",
-                    param="payment_id",
-                )
-            return Recorded(existing, created=False)
-
-        app = tx.uow.apps.get(scope.app_id)
-        assert app is not None
-        _require_revenue_source(app, scope.mode, source)
+        replayed = _replayed_payment(tx, scope, payment_id, (customer_id, program_id, amount, currency))
+        if replayed is not None:
+            return replayed
+        app = _app_taking_revenue(tx, scope, source)
         customer = require_activity(tx.uow.customers, "customer", customer_id, scope)
         program = tx.uow.programs.get(program_id)
         if program is None or program.app_id != scope.app_id:
@@ -141,17 +130,7 @@ def record_payment(
             created_at=tx.now,
             program_affiliate_id=referral.program_affiliate_id if referral.attributed else None,
         )
-        tx.uow.payments.add(payment)
-        _lock_revenue_source(tx, app, scope.mode, source, amount)
-        tx.emit(
-            EventType.TRANSACTION_CREATED,
-            app_id=scope.app_id,
-            livemode=scope.mode.livemode,
-            data=represent(payment),
-        )
-        if payment.commission_amount > 0:
-            append_entry(tx, payment, EntryKind.EARNED, payment.commission_amount, payment.id)
-        return Recorded(payment, created=True)
+        return _store_new_payment(tx, app, payment)
 
     return rt.transaction(work)
 
@@ -180,20 +159,10 @@ def record_unattributed_payment(
     currency = require_currency(report.currency)
 
     def work(tx: Tx) -> Recorded:
-        existing = tx.uow.payments.find_one(
-            {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
-        )
-        if existing is not None:
-            same = (existing.customer_id, existing.program_id, existing.amount, existing.currency)
-            if same != (None, None, amount, currency):
-                raise IdempotencyConflict(
-                    f"payment_id {payment_id} was already used with different details",
-                    param="payment_id",
-                )
-            return Recorded(existing, created=False)
-        app = tx.uow.apps.get(scope.app_id)
-        assert app is not None
-        _require_revenue_source(app, scope.mode, source)
+        replayed = _replayed_payment(tx, scope, payment_id, (None, None, amount, currency))
+        if replayed is not None:
+            return replayed
+        app = _app_taking_revenue(tx, scope, source)
         payment = Payment(
             id=tx.new_id("txn"),
             app_id=scope.app_id,
@@ -210,17 +179,49 @@ def record_unattributed_payment(
             source=source,
             created_at=tx.now,
         )
-        tx.uow.payments.add(payment)
-        _lock_revenue_source(tx, app, scope.mode, source, amount)
-        tx.emit(
-            EventType.TRANSACTION_CREATED,
-            app_id=scope.app_id,
-            livemode=scope.mode.livemode,
-            data=represent(payment),
-        )
-        return Recorded(payment, created=True)
+        return _store_new_payment(tx, app, payment)
 
     return rt.transaction(work)
+
+
+def _replayed_payment(tx: Tx, scope: Scope, payment_id: str, identity: tuple[object, ...]) -> Recorded | None:
+    """The stored payment when this report repeats it exactly; ``None`` when the ID is new.
+
+    ``identity`` is (customer_id, program_id, amount, currency): any difference is a conflict.
+    """
+    existing = tx.uow.payments.find_one(
+        {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
+    )
+    if existing is None:
+        return None
+    stored = (existing.customer_id, existing.program_id, existing.amount, existing.currency)
+    if stored != identity:
+        raise IdempotencyConflict(
+            f"payment_id {payment_id} was already used with different details", param="payment_id"
+        )
+    return Recorded(existing, created=False)
+
+
+def _app_taking_revenue(tx: Tx, scope: Scope, source: RevenueSource) -> App:
+    app = tx.uow.apps.get(scope.app_id)
+    assert app is not None
+    _require_revenue_source(app, scope.mode, source)
+    return app
+
+
+def _store_new_payment(tx: Tx, app: App, payment: Payment) -> Recorded:
+    """Add the payment, lock the revenue source if it is the first, emit, and earn."""
+    tx.uow.payments.add(payment)
+    _lock_revenue_source(tx, app, payment.mode, payment.source, payment.amount)
+    tx.emit(
+        EventType.TRANSACTION_CREATED,
+        app_id=payment.app_id,
+        livemode=payment.mode.livemode,
+        data=represent(payment),
+    )
+    if payment.commission_amount > 0:
+        append_entry(tx, payment, EntryKind.EARNED, payment.commission_amount, payment.id)
+    return Recorded(payment, created=True)
 
 
 def _require_revenue_source(app: App, mode: Mode, source: RevenueSource) -> None:
@@ -237,12 +238,6 @@ def _require_revenue_source(app: App, mode: Mode, source: RevenueSource) -> None
         raise RevenueSourceConflict(
             "This App takes its revenue from the payment processor; API revenue is refused"
         )
-
-
-def _require_source_for(tx: Tx, scope: Scope, source: RevenueSource) -> None:
-    app = tx.uow.apps.get(scope.app_id)
-    assert app is not None
-    _require_revenue_source(app, scope.mode, source)
 
 
 def _lock_revenue_source(tx: Tx, app: App, mode: Mode, source: RevenueSource, amount: int) -> None:
@@ -295,7 +290,7 @@ def record_refund(
         replayed = replay(tx)
         if replayed is not None:
             return replayed
-        _require_source_for(tx, scope, source)
+        _app_taking_revenue(tx, scope, source)
         payment = _locked_payment(tx, scope, payment_id)
         # Look again under the payment's lock: the same refund, reported concurrently, may have
         # committed while this report waited for the lock (PostgreSQL reads at READ COMMITTED).
@@ -358,7 +353,7 @@ def report_dispute(
             # payments and refunds are: a stored answer never changes (e.g. after a processor
             # connection refuses new API revenue).
             return Recorded(stored, created=False)
-        _require_source_for(tx, scope, source)
+        _app_taking_revenue(tx, scope, source)
         payment = _locked_payment(tx, scope, payment_id)
         # Read again under the payment's lock: a concurrent report may have just created it, and
         # perhaps for another payment (a different lock), so its identity is checked again.
