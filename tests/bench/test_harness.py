@@ -1,0 +1,109 @@
+"""The benchmark harness (``bench/``): its pure parts, and one smoke run end to end.
+
+No timing is asserted anywhere: the smoke run only checks that the harness starts the servers,
+drives them with wrk, finds every acknowledged write in the database and writes its report.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bench.report import verdicts
+from bench.results import Results, Row
+from bench.wrk import Load, Measured, lua_concat, lua_script
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _measured(requests: int, p99_ms: float) -> Measured:
+    return Measured(
+        requests=requests,
+        seconds=1.0,
+        p50_ms=p99_ms / 2,
+        p90_ms=p99_ms,
+        p99_ms=p99_ms,
+        max_ms=p99_ms,
+        non2xx=0,
+        socket_errors=0,
+        sample="",
+    )
+
+
+def test_placeholders_become_lua_concatenations_of_the_unique_id_and_pool_picks() -> None:
+    expression = lua_concat('{"id":"pay-{uid}","customer":"{pool:customers}"}')
+    assert (
+        expression == '"{\\"id\\":\\"pay-" .. uid .. "\\",\\"customer\\":\\"" .. pick("customers") .. "\\"}"'
+    )
+
+
+def test_a_template_without_placeholders_is_one_lua_string() -> None:
+    assert lua_concat("/v1/commissions?limit=25") == '"/v1/commissions?limit=25"'
+
+
+def test_the_script_counts_non_2xx_answers_and_reports_one_json_line() -> None:
+    script = lua_script(Load("GET", "/v1", {"Authorization": "Bearer key_x"}), run="abc123")
+    assert "status < 200 or status > 299" in script
+    assert "BENCH_JSON" in script and "latency:percentile(99)" in script
+    assert 'local run = "abc123"' in script
+
+
+def test_a_scenario_that_got_no_answer_misses_the_p99_target() -> None:
+    results = Results(command="python -m bench", mode="smoke", facts={}, method={})
+    results.rows = [
+        Row("ceiling", "ceiling", "ceiling", _measured(1000, 5.0)),
+        Row("sqlite", "public_capture", "capture", _measured(500, 20.0)),
+        Row("sqlite", "payout_balance", "balance", _measured(0, 0.0)),
+    ]
+    p99 = next(v for v in verdicts(results) if v.target.startswith("p99"))
+    assert p99.met is False
+    assert "payout_balance" in p99.result
+
+
+def test_an_acknowledged_write_missing_from_the_database_misses_the_commit_target() -> None:
+    results = Results(command="python -m bench", mode="smoke", facts={}, method={})
+    results.rows = [
+        Row("ceiling", "ceiling", "ceiling", _measured(1000, 5.0)),
+        Row("sqlite", "payment", "payment", _measured(100, 20.0), committed=99, acknowledged=100),
+    ]
+    committed = next(v for v in verdicts(results) if v.target.startswith("every acknowledged write"))
+    assert committed.met is False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("wrk") is None or shutil.which("taskset") is None, reason="needs wrk and taskset"
+)
+def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Path) -> None:
+    output, raw = tmp_path / "performance.md", tmp_path / "results.json"
+    command = [
+        sys.executable,
+        "-m",
+        "bench",
+        "--smoke",
+        "--stores",
+        "sqlite",
+        "--scenarios",
+        "public_capture,payment,payout_balance",
+        "--scales",
+        "1000",
+        "--output",
+        str(output),
+        "--json",
+        str(raw),
+    ]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {(r["store"], r["scenario"]): r for r in json.loads(raw.read_text())["rows"]}
+    for key in ("public_capture", "payment"):
+        row = rows[("sqlite", key)]
+        assert row["measured"]["requests"] > 0
+        assert row["committed"] >= row["acknowledged"] > 0
+    assert rows[("sqlite", "payout_balance")]["measured"]["requests"] > 0
+    report = output.read_text()
+    assert "| SQLite | payment (POST /v1/transactions) |" in report
+    assert "## Scaling" in report and "## Targets" in report
