@@ -329,11 +329,21 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", help="where to save the raw results (default bench/results/<mode>.json)")
     parser.add_argument("--compare", help="an earlier run's JSON: its figures appear as 'before'")
     parser.add_argument("--keep", action="store_true", help="keep the run directory (logs, Lua, SQLite)")
+    parser.add_argument(
+        "--render", metavar="JSON", help="measure nothing: write the report again from a run's saved JSON"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    if args.render:
+        saved = Results.load(Path(args.render))
+        before = Results.load(Path(args.compare)) if args.compare else None
+        scales = tuple(sorted({row.entries for row in saved.scaling}))
+        Path(args.output).write_text(report.render(saved, plan_scales=scales, before=before))
+        print(report.summary(saved), flush=True)
+        return 0
     plan = PLANS["quick" if args.quick else "smoke" if args.smoke else "full"]
     if args.stores:
         plan = evolve(plan, stores=tuple(s for s in args.stores.split(",") if s))

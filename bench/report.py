@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from attrs import frozen
 
 from bench.results import Results, Row, ScaleRow
@@ -341,6 +343,9 @@ def render(results: Results, *, plan_scales: tuple[int, ...], before: Results | 
             *_compare_table(results, before),
             "",
         ]
+    notes = Path(__file__).with_name("notes.md")
+    if notes.exists():
+        lines += [notes.read_text().rstrip(), ""]
     errors = [r for r in results.rows if r.measured and r.measured.sample]
     if errors:
         lines += ["## First error answer per run", ""]
