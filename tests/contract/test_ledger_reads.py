@@ -18,11 +18,12 @@ from refcore.services.runtime import Runtime, Tx
 from tests.contract.scenario import World, build_world
 
 LIVE = Mode.LIVE
+TEST = Mode.TEST
 
 
-def _derived(tx: Tx, affiliate_id: str) -> dict[EntryStatus, int]:
+def _derived(tx: Tx, affiliate_id: str, mode: Mode) -> dict[EntryStatus, int]:
     """Entry by entry, with the core's rule: the reference the store's query must match."""
-    entries = tx.uow.commission_entries.find_all({"program_affiliate_id": affiliate_id, "mode": LIVE})
+    entries = tx.uow.commission_entries.find_all({"program_affiliate_id": affiliate_id, "mode": mode})
     states = payout_states(tx, entries)
     sums = dict.fromkeys(EntryStatus, 0)
     for entry in entries:
@@ -41,7 +42,9 @@ def _derived(tx: Tx, affiliate_id: str) -> dict[EntryStatus, int]:
 def _assert_store_agrees(world: World, *affiliate_ids: str) -> None:
     def work(tx: Tx) -> None:
         for affiliate_id in affiliate_ids:
-            assert dict(tx.uow.ledger().status_sums(affiliate_id, LIVE, tx.now)) == _derived(tx, affiliate_id)
+            for mode in (LIVE, TEST):
+                sums = dict(tx.uow.ledger().status_sums(affiliate_id, mode, tx.now))
+                assert sums == _derived(tx, affiliate_id, mode), mode
             entries = tx.uow.commission_entries.find_all({"program_affiliate_id": affiliate_id})
             expected = payout_states(tx, entries)
             found = tx.uow.ledger().payout_states([e.id for e in entries])
@@ -61,6 +64,7 @@ def test_status_sums_match_the_entry_status_rule_through_a_ledger_life(
     second_link = world.add_link(second)
     payments = [world.pay(world.referred_customer(), 10_000).record for _ in range(3)]
     other = world.pay(world.referred_customer(link=second_link), 7_000).record
+    world.pay(world.referred_customer(TEST), 4_000, mode=TEST)  # Test mode: never in a payout
     _assert_store_agrees(world, world.affiliate.id, second.id)  # all pending
 
     world.advance(10)  # now == available_at: approved, not pending
