@@ -341,7 +341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = Results.load(Path(args.render))
         before = Results.load(Path(args.compare)) if args.compare else None
         scales = tuple(sorted({row.entries for row in saved.scaling}))
-        Path(args.output).write_text(report.render(saved, plan_scales=scales, before=before))
+        rendered_with = "python -m bench " + " ".join(
+            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+        )
+        page = report.render(saved, plan_scales=scales, before=before, rendered_with=rendered_with)
+        Path(args.output).write_text(page)
         print(report.summary(saved), flush=True)
         return 0
     plan = PLANS["quick" if args.quick else "smoke" if args.smoke else "full"]
