@@ -1,34 +1,45 @@
-"""Ledger reads on SQL: an affiliate's balance in one aggregate query.
+"""Ledger reads on SQL: an affiliate's balance from a projection, whatever its history.
 
-The statuses follow the core's precedence (see :mod:`refcore.ports.ledger`), computed so that
-the database touches as little as it can:
+The statuses follow the core's precedence (see :mod:`refcore.ports.ledger`):
 
 - ``paid`` and ``processing`` are the sums of the affiliate's ``succeeded`` and of its
   ``prepared``/``ready`` payout executions: an execution's amount is the sum of its items, each
   holding one entry (the payouts' invariant, :class:`~refcore.models.payout.PayoutExecution`),
   so a year of paid history costs one row per payout instead of one per entry;
-- every other entry (no live or succeeded payout item holds it: one probe of the unique
-  ``active_entry_id`` index, no row read) is ``held`` when its payment has an open dispute,
-  ``pending`` before its ``available_at``, else ``approved``.
+- every other entry is ``held``, ``pending`` or ``approved``. Their sums come from
+  ``affiliate_balance_buckets``, which database triggers keep per UTC day and hour of
+  ``available_at`` (migration 0004): ``held`` is the held column of every day; ``approved`` is
+  the open column of the days before today, of today's hours before this one, and the entries
+  of this hour up to ``now`` (read from the ledger through the ``(program_affiliate_id, mode,
+  available_at)`` index); ``pending`` is the rest of the open column.
 
-The entries are read through the ``(program_affiliate_id, mode, id)`` index, payments by primary
-key, executions through ``(program_affiliate_id, status, id)``. The sums are conditional
-aggregates rather than a ``GROUP BY``, so no temporary table is built.
+So a balance reads one row per day of the affiliate's history (a year is 365 rows), at most 24
+hour rows and one hour of entries, however many entries the affiliate has: the cost follows the
+calendar, not the volume. The rule itself stays the core's: the contract suite compares these
+sums with the core's status of every entry, and ``tests/sqlstore/test_balance_buckets.py``
+compares the projection with a full scan of the ledger after random histories.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, case, exists, func, literal, select
+from sqlalchemy import ColumnElement, Connection, bindparam, case, exists, func, literal, select
 
 from refcore.models import EntryStatus, Mode
 from refcore.models.payout import PayoutExecutionStatus
 from refcore.ports.ledger import EntryPayoutStates
 from refcore_sqlstore.errors import database_errors
-from refcore_sqlstore.tables import commission_entries, payments, payout_executions, payout_items
+from refcore_sqlstore.tables import (
+    affiliate_balance_buckets,
+    commission_entries,
+    payments,
+    payout_executions,
+    payout_items,
+)
+from refcore_sqlstore.types import UtcDateTime
 
 _LIVE_PAYOUT = (PayoutExecutionStatus.PREPARED.value, PayoutExecutionStatus.READY.value)
 _SUCCEEDED = PayoutExecutionStatus.SUCCEEDED.value
@@ -45,18 +56,78 @@ _HELD_PAYMENTS = select(payments.c.id).where(
 )
 
 
-def _execution_sum(program_affiliate_id: str, status: ColumnElement[bool]) -> Any:
+def _execution_sum(status: ColumnElement[bool]) -> Any:
     x = payout_executions
     return (
         select(func.coalesce(func.sum(x.c.amount), 0))
-        .where(x.c.program_affiliate_id == program_affiliate_id, status)
+        .where(x.c.program_affiliate_id == bindparam("affiliate"), status)
         .scalar_subquery()
     )
 
 
-def _entry_sum(condition: ColumnElement[bool]) -> Any:
-    e = commission_entries
-    return func.coalesce(func.sum(case((condition, e.c.amount), else_=0)), 0)
+def _day_sums() -> tuple[Any, ...]:
+    """Held, open, and open before today, over the affiliate's day rows (the statement's FROM)."""
+    b = affiliate_balance_buckets
+    return (
+        func.coalesce(func.sum(b.c.held_amount), 0),
+        func.coalesce(func.sum(b.c.open_amount), 0),
+        func.coalesce(func.sum(case((b.c.bucket < bindparam("today"), b.c.open_amount), else_=0)), 0),
+    )
+
+
+def _open_earlier_today() -> Any:
+    """The open column of today's hours before the current one."""
+    b = affiliate_balance_buckets
+    return (
+        select(func.coalesce(func.sum(b.c.open_amount), 0))
+        .where(
+            b.c.program_affiliate_id == bindparam("affiliate"),
+            b.c.mode == bindparam("mode"),
+            b.c.grain == "hour",
+            b.c.bucket >= bindparam("today_first_hour"),
+            b.c.bucket < bindparam("this_hour"),
+        )
+        .scalar_subquery()
+    )
+
+
+def _approved_this_hour() -> Any:
+    """The entries of the current hour already available at ``now``, unless held or paid out."""
+    e, p, i = commission_entries, payments, payout_items
+    held = func.coalesce(p.c.open_dispute_count, 0) > 0
+    return (
+        select(func.coalesce(func.sum(e.c.amount), 0))
+        .select_from(e.outerjoin(p, p.c.id == e.c.transaction_id))
+        .where(
+            e.c.program_affiliate_id == bindparam("affiliate"),
+            e.c.mode == bindparam("mode"),
+            e.c.available_at >= bindparam("hour_start", type_=UtcDateTime()),
+            e.c.available_at <= bindparam("now", type_=UtcDateTime()),
+            ~held,
+            ~exists().where(i.c.active_entry_id == e.c.id),
+        )
+        .scalar_subquery()
+    )
+
+
+def _status_sums_statement(with_payouts: bool) -> Any:
+    """Built once per shape (statement building costs more than running it)."""
+    if with_payouts:
+        paid: Any = _execution_sum(payout_executions.c.status == _SUCCEEDED)
+        processing: Any = _execution_sum(payout_executions.c.status.in_(_LIVE_PAYOUT))
+    else:
+        paid = processing = literal(0)
+    b = affiliate_balance_buckets
+    # An aggregate over the day rows, one index range; the other sums are uncorrelated subqueries.
+    return select(paid, processing, *_day_sums(), _open_earlier_today(), _approved_this_hour()).where(
+        b.c.program_affiliate_id == bindparam("affiliate"),
+        b.c.mode == bindparam("mode"),
+        b.c.grain == "day",
+    )
+
+
+#: Payouts are Live only: a Test balance has no paid or processing part.
+_STATUS_SUMS = {Mode.LIVE: _status_sums_statement(True), Mode.TEST: _status_sums_statement(False)}
 
 
 class SqlLedgerReads:
@@ -66,32 +137,30 @@ class SqlLedgerReads:
         self._connection = connection
 
     def status_sums(self, program_affiliate_id: str, mode: Mode, now: datetime) -> Mapping[EntryStatus, int]:
-        e, p, i, x = commission_entries, payments, payout_items, payout_executions
-        affiliate = program_affiliate_id
-        if mode is Mode.LIVE:  # payouts are Live only
-            paid: Any = _execution_sum(affiliate, x.c.status == _SUCCEEDED)
-            processing: Any = _execution_sum(affiliate, x.c.status.in_(_LIVE_PAYOUT))
-        else:
-            paid = processing = literal(0)
-        held = func.coalesce(p.c.open_dispute_count, 0) > 0
-        pending = and_(~held, e.c.available_at > now)
-        approved = and_(~held, e.c.available_at <= now)
-        in_a_payout = exists().where(i.c.active_entry_id == e.c.id)
-        statement = (
-            select(paid, processing, _entry_sum(held), _entry_sum(pending), _entry_sum(approved))
-            .select_from(e.outerjoin(p, p.c.id == e.c.transaction_id))
-            .where(e.c.program_affiliate_id == affiliate, e.c.mode == mode.value, ~in_a_payout)
-        )
+        now = now.astimezone(UTC)
+        today = now.strftime("%Y-%m-%d")
+        parameters = {
+            "affiliate": program_affiliate_id,
+            "mode": mode.value,
+            "today": today,
+            "today_first_hour": f"{today} 00",
+            "this_hour": now.strftime("%Y-%m-%d %H"),
+            "hour_start": now.replace(minute=0, second=0, microsecond=0),
+            "now": now,
+        }
         with database_errors():
-            row = self._connection.execute(statement).one()
-        order = (
-            EntryStatus.PAID,
-            EntryStatus.PROCESSING,
-            EntryStatus.HELD,
-            EntryStatus.PENDING,
-            EntryStatus.APPROVED,
+            row = self._connection.execute(_STATUS_SUMS[mode], parameters).one()
+        paid, processing, held, open_total, before_today, earlier_today, this_hour = (
+            int(v or 0) for v in row
         )
-        return {status: int(value or 0) for status, value in zip(order, row, strict=True)}
+        approved = before_today + earlier_today + this_hour
+        return {
+            EntryStatus.PAID: paid,
+            EntryStatus.PROCESSING: processing,
+            EntryStatus.HELD: held,
+            EntryStatus.PENDING: open_total - approved,
+            EntryStatus.APPROVED: approved,
+        }
 
     def payout_states(self, entry_ids: Collection[str]) -> EntryPayoutStates:
         ids = sorted(set(entry_ids))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     Column,
@@ -392,7 +393,27 @@ commission_entries = Table(
     # A payment's entries (rebalancing) and an affiliate's Live entries (balances, payouts).
     Index(None, "transaction_id", "id"),
     Index(None, "program_affiliate_id", "mode", "id"),
+    # The entries of one affiliate that become available within one hour (the balance's edge).
+    Index(None, "program_affiliate_id", "mode", "available_at"),
     _mode_check(),
+)
+
+# A projection of the ledger, kept by database triggers (migration 0004): per affiliate, mode and
+# UTC day or hour of ``available_at``, the sum of the entries no live or succeeded payout holds,
+# split into those whose payment has an open dispute (``held_amount``) and the rest
+# (``open_amount``). A balance reads these rows instead of the affiliate's whole history; see
+# :mod:`refcore_sqlstore.ledger`. Never written by the application.
+affiliate_balance_buckets = Table(
+    "affiliate_balance_buckets",
+    metadata,
+    Column("program_affiliate_id", Id, primary_key=True),
+    Column("mode", Text, primary_key=True),
+    # ``day``: ``YYYY-MM-DD``; ``hour``: ``YYYY-MM-DD HH`` (UTC), so text order is time order.
+    Column("grain", Text, primary_key=True),
+    Column("bucket", Text, primary_key=True),
+    Column("open_amount", BigInteger, nullable=False),
+    Column("held_amount", BigInteger, nullable=False),
+    CheckConstraint("grain IN ('day', 'hour')", name="grain"),
 )
 
 # -- events and webhooks ---------------------------------------------------------------------
