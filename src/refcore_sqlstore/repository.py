@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection, Select
 
 from refcore_sqlstore.errors import database_errors
-from refcore_sqlstore.mapping import RowMapper
+from refcore_sqlstore.mapping import RowMapper, db_value
 from refcore_sqlstore.statements import TableStatements, statements_of
 
 M = TypeVar("M")
@@ -35,6 +35,9 @@ class SqlRepository(Generic[M]):
         self._append_only = append_only
         #: Statements built once per table and shape, run with parameters (see statements).
         self._statements = statements_of(mapper.table)
+        #: The row of each record this unit of work read by ``get``/``find_one``, as the
+        #: database holds it now: ``replace`` then sets only the columns that changed.
+        self._rows: dict[str, Mapping[Any, Any]] = {}
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -46,17 +49,23 @@ class SqlRepository(Generic[M]):
             rows = self._connection.execute(statement, dict(params)).mappings().all()
         return [self._mapper.from_row(row) for row in rows]
 
+    def _fetch_one(self, statement: Select[Any], params: Mapping[str, Any]) -> M | None:
+        with database_errors():
+            row = self._connection.execute(statement, dict(params)).mappings().first()
+        if row is None:
+            return None
+        self._rows[row["id"]] = row
+        return self._mapper.from_row(row)
+
     def get(self, id: str, *, for_update: bool = False) -> M | None:
-        found = self._fetch(self._statements.by_id(for_update=for_update), TableStatements.id_param(id))
-        return found[0] if found else None
+        return self._fetch_one(self._statements.by_id(for_update=for_update), TableStatements.id_param(id))
 
     def find_one(self, where: Mapping[str, object], *, for_update: bool = False) -> M | None:
         # No ORDER BY: the port promises a single match, and sorting would keep the database
         # from answering a unique lookup straight from its index.
         columns = self._columns(where)
         statement = self._statements.one(TableStatements.shape(columns), for_update=for_update)
-        found = self._fetch(statement, TableStatements.params(columns))
-        return found[0] if found else None
+        return self._fetch_one(statement, TableStatements.params(columns))
 
     def find_all(self, where: Mapping[str, object]) -> list[M]:
         columns = self._columns(where)
@@ -79,13 +88,41 @@ class SqlRepository(Generic[M]):
             self._connection.execute(self._statements.insert, self._mapper.to_row(item))
 
     def replace(self, item: M) -> None:
+        """Write ``item`` over its row. When this unit of work read the row, only the columns
+        that differ are set (the rest already hold these values in this transaction): closing
+        an event then writes ``delivered_at`` alone instead of re-encoding its JSON payload."""
         if self._append_only:
             raise TypeError(f"{self._table.name} is append-only")
         row = self._mapper.to_row(item)
         id = row.pop("id")
+        before = self._rows.get(id)
+        values = row
+        if before is not None:
+            changed = {
+                column: value for column, value in row.items() if not _same(before[column], db_value(value))
+            }
+            # Nothing changed: the full row, as before (the UPDATE still locks and checks the row).
+            values = changed or row
         with database_errors():
             result = self._connection.execute(
-                self._statements.update_by_id, {**row, **TableStatements.id_param(id)}
+                self._statements.update_by_id, {**values, **TableStatements.id_param(id)}
             )
         if result.rowcount == 0:
             raise KeyError(id)
+        if before is not None:
+            self._rows[id] = {**before, **row}
+
+
+def _same(stored: object, value: object) -> bool:
+    """Whether a column already holds ``value``: equal and of the same type, all the way into
+    JSON values (``1`` is not ``True``, a list is not a tuple), so a doubtful case is written,
+    never skipped."""
+    if type(stored) is not type(value):
+        return False
+    if isinstance(stored, dict):
+        assert isinstance(value, dict)
+        return stored.keys() == value.keys() and all(_same(stored[key], value[key]) for key in stored)
+    if isinstance(stored, list | tuple):
+        assert isinstance(value, list | tuple)
+        return len(stored) == len(value) and all(map(_same, stored, value))
+    return stored == value

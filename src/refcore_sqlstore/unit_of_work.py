@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Generic, Self, TypeVar, overload
 
 from sqlalchemy import Connection, Engine
 
@@ -101,39 +101,68 @@ def mappers() -> Mapping[str, RowMapper[Any]]:
     return {name: RowMapper(model, metadata.tables[name]) for name, model in MODELS.items()}
 
 
+M = TypeVar("M")
+
+
+class _Repository(Generic[M]):
+    """A unit of work's repository, built the first time the unit of work asks for it.
+
+    A unit of work uses two to ten of its thirty repositories; building all thirty on entry
+    was a measurable part of a short request's CPU (``docs/performance.md``). Once built, the
+    repository is an ordinary attribute of that unit of work (this descriptor has no
+    ``__set__``, so the instance's own attribute wins) until the unit of work ends.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, unit: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, unit: SqlUnitOfWork, owner: type) -> SqlRepository[M]: ...
+    def __get__(self, unit: SqlUnitOfWork | None, owner: type) -> Self | SqlRepository[M]:
+        if unit is None:
+            return self
+        repository: SqlRepository[M] = SqlRepository(
+            unit._require_connection(), mappers()[self._name], append_only=self._name in APPEND_ONLY
+        )
+        unit.__dict__[self._name] = repository
+        return repository
+
+
 class SqlUnitOfWork:
     """Implements :class:`refcore.ports.UnitOfWork` on one SQLAlchemy connection."""
 
-    users: SqlRepository[User]
-    sessions: SqlRepository[Session]
-    organizations: SqlRepository[Organization]
-    memberships: SqlRepository[Membership]
-    apps: SqlRepository[App]
-    api_keys: SqlRepository[ApiKey]
-    programs: SqlRepository[Program]
-    program_terms: SqlRepository[ProgramTerms]
-    program_affiliates: SqlRepository[ProgramAffiliate]
-    links: SqlRepository[Link]
-    clicks: SqlRepository[Click]
-    customers: SqlRepository[Customer]
-    referrals: SqlRepository[Referral]
-    payments: SqlRepository[Payment]
-    refunds: SqlRepository[Refund]
-    disputes: SqlRepository[Dispute]
-    commission_entries: SqlRepository[CommissionEntry]
-    events: SqlRepository[Event]
-    webhook_endpoints: SqlRepository[WebhookEndpoint]
-    webhook_deliveries: SqlRepository[WebhookDelivery]
-    payout_details: SqlRepository[PayoutDetails]
-    payout_requests: SqlRepository[PayoutRequest]
-    payout_batches: SqlRepository[PayoutBatch]
-    payout_executions: SqlRepository[PayoutExecution]
-    payout_items: SqlRepository[PayoutItem]
-    pending_signups: SqlRepository[PendingSignup]
-    rate_limit_counters: SqlRepository[RateLimitCounter]
-    agreement_versions: SqlRepository[AgreementVersion]
-    app_logos: SqlRepository[AppLogo]
-    processor_connections: SqlRepository[ProcessorConnection]
+    users = _Repository[User]()
+    sessions = _Repository[Session]()
+    organizations = _Repository[Organization]()
+    memberships = _Repository[Membership]()
+    apps = _Repository[App]()
+    api_keys = _Repository[ApiKey]()
+    programs = _Repository[Program]()
+    program_terms = _Repository[ProgramTerms]()
+    program_affiliates = _Repository[ProgramAffiliate]()
+    links = _Repository[Link]()
+    clicks = _Repository[Click]()
+    customers = _Repository[Customer]()
+    referrals = _Repository[Referral]()
+    payments = _Repository[Payment]()
+    refunds = _Repository[Refund]()
+    disputes = _Repository[Dispute]()
+    commission_entries = _Repository[CommissionEntry]()
+    events = _Repository[Event]()
+    webhook_endpoints = _Repository[WebhookEndpoint]()
+    webhook_deliveries = _Repository[WebhookDelivery]()
+    payout_details = _Repository[PayoutDetails]()
+    payout_requests = _Repository[PayoutRequest]()
+    payout_batches = _Repository[PayoutBatch]()
+    payout_executions = _Repository[PayoutExecution]()
+    payout_items = _Repository[PayoutItem]()
+    pending_signups = _Repository[PendingSignup]()
+    rate_limit_counters = _Repository[RateLimitCounter]()
+    agreement_versions = _Repository[AgreementVersion]()
+    app_logos = _Repository[AppLogo]()
+    processor_connections = _Repository[ProcessorConnection]()
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -147,10 +176,14 @@ class SqlUnitOfWork:
             except BaseException:
                 connection.close()
                 raise
+        self._forget_repositories()
         self._connection = connection
-        for name, mapper in mappers().items():
-            setattr(self, name, SqlRepository(connection, mapper, append_only=name in APPEND_ONLY))
         return self
+
+    def _forget_repositories(self) -> None:
+        """Drop the repositories built on an earlier connection of this object."""
+        for name in MODELS.keys() & self.__dict__.keys():
+            del self.__dict__[name]
 
     def __exit__(
         self,
@@ -161,6 +194,7 @@ class SqlUnitOfWork:
         connection, self._connection = self._connection, None
         if connection is None:
             return
+        self._forget_repositories()
         try:
             with database_errors():
                 connection.close()  # rolls back whatever was not committed
