@@ -7,14 +7,15 @@ The statuses follow the core's precedence (see :mod:`refcore.ports.ledger`):
   holding one entry (the payouts' invariant, :class:`~refcore.models.payout.PayoutExecution`),
   so a year of paid history costs one row per payout instead of one per entry;
 - every other entry is ``held``, ``pending`` or ``approved``. Their sums come from
-  ``affiliate_balance_buckets``, which database triggers keep per UTC day and hour of
-  ``available_at`` (migration 0004): ``held`` is the held column of every day; ``approved`` is
-  the open column of the days before today, of today's hours before this one, and the entries
-  of this hour up to ``now`` (read from the ledger through the ``(program_affiliate_id, mode,
-  available_at)`` index); ``pending`` is the rest of the open column.
+  ``affiliate_balance_buckets``, which database triggers keep per UTC month, day and hour of
+  ``available_at`` (migration 0004): ``held`` is the held column of every month; ``approved`` is
+  the open column of the months before this one, of this month's days before today, of today's
+  hours before this one, and the entries of this hour up to ``now`` (read from the ledger through
+  the ``(program_affiliate_id, mode, available_at)`` index); ``pending`` is the rest of the open
+  column.
 
-So a balance reads one row per day of the affiliate's history (a year is 365 rows), at most 24
-hour rows and one hour of entries, however many entries the affiliate has: the cost follows the
+So a balance reads one row per month of the affiliate's history, at most 31 day rows and 24 hour
+rows, and one hour of entries, however many entries the affiliate has: its cost follows the
 calendar, not the volume. The rule itself stays the core's: the contract suite compares these
 sums with the core's status of every entry, and ``tests/sqlstore/test_balance_buckets.py``
 compares the projection with a full scan of the ledger after random histories.
@@ -65,27 +66,27 @@ def _execution_sum(status: ColumnElement[bool]) -> Any:
     )
 
 
-def _day_sums() -> tuple[Any, ...]:
-    """Held, open, and open before today, over the affiliate's day rows (the statement's FROM)."""
+def _month_sums() -> tuple[Any, ...]:
+    """Held, open, and open before this month, over the affiliate's month rows (the FROM)."""
     b = affiliate_balance_buckets
     return (
         func.coalesce(func.sum(b.c.held_amount), 0),
         func.coalesce(func.sum(b.c.open_amount), 0),
-        func.coalesce(func.sum(case((b.c.bucket < bindparam("today"), b.c.open_amount), else_=0)), 0),
+        func.coalesce(func.sum(case((b.c.bucket < bindparam("this_month"), b.c.open_amount), else_=0)), 0),
     )
 
 
-def _open_earlier_today() -> Any:
-    """The open column of today's hours before the current one."""
+def _open_between(grain: str, first: str, before: str) -> Any:
+    """The open column of ``grain`` rows from bucket ``first`` up to, not including, ``before``."""
     b = affiliate_balance_buckets
     return (
         select(func.coalesce(func.sum(b.c.open_amount), 0))
         .where(
             b.c.program_affiliate_id == bindparam("affiliate"),
             b.c.mode == bindparam("mode"),
-            b.c.grain == "hour",
-            b.c.bucket >= bindparam("today_first_hour"),
-            b.c.bucket < bindparam("this_hour"),
+            b.c.grain == grain,
+            b.c.bucket >= bindparam(first),
+            b.c.bucket < bindparam(before),
         )
         .scalar_subquery()
     )
@@ -118,11 +119,18 @@ def _status_sums_statement(with_payouts: bool) -> Any:
     else:
         paid = processing = literal(0)
     b = affiliate_balance_buckets
-    # An aggregate over the day rows, one index range; the other sums are uncorrelated subqueries.
-    return select(paid, processing, *_day_sums(), _open_earlier_today(), _approved_this_hour()).where(
+    # An aggregate over the month rows, one index range; the rest are uncorrelated subqueries.
+    return select(
+        paid,
+        processing,
+        *_month_sums(),
+        _open_between("day", "first_day", "today"),
+        _open_between("hour", "first_hour", "this_hour"),
+        _approved_this_hour(),
+    ).where(
         b.c.program_affiliate_id == bindparam("affiliate"),
         b.c.mode == bindparam("mode"),
-        b.c.grain == "day",
+        b.c.grain == "month",
     )
 
 
@@ -142,18 +150,18 @@ class SqlLedgerReads:
         parameters = {
             "affiliate": program_affiliate_id,
             "mode": mode.value,
+            "this_month": now.strftime("%Y-%m"),
+            "first_day": now.strftime("%Y-%m-01"),
             "today": today,
-            "today_first_hour": f"{today} 00",
+            "first_hour": f"{today} 00",
             "this_hour": now.strftime("%Y-%m-%d %H"),
             "hour_start": now.replace(minute=0, second=0, microsecond=0),
             "now": now,
         }
         with database_errors():
             row = self._connection.execute(_STATUS_SUMS[mode], parameters).one()
-        paid, processing, held, open_total, before_today, earlier_today, this_hour = (
-            int(v or 0) for v in row
-        )
-        approved = before_today + earlier_today + this_hour
+        paid, processing, held, open_total, *approved_parts = (int(value or 0) for value in row)
+        approved = sum(approved_parts)
         return {
             EntryStatus.PAID: paid,
             EntryStatus.PROCESSING: processing,

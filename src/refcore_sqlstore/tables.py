@@ -399,7 +399,7 @@ commission_entries = Table(
 )
 
 # A projection of the ledger, kept by database triggers (migration 0004): per affiliate, mode and
-# UTC day or hour of ``available_at``, the sum of the entries no live or succeeded payout holds,
+# UTC month, day or hour of ``available_at``, the sum of the entries no live or succeeded payout holds,
 # split into those whose payment has an open dispute (``held_amount``) and the rest
 # (``open_amount``). A balance reads these rows instead of the affiliate's whole history; see
 # :mod:`refcore_sqlstore.ledger`. Never written by the application.
@@ -408,12 +408,13 @@ affiliate_balance_buckets = Table(
     metadata,
     Column("program_affiliate_id", Id, primary_key=True),
     Column("mode", Text, primary_key=True),
-    # ``day``: ``YYYY-MM-DD``; ``hour``: ``YYYY-MM-DD HH`` (UTC), so text order is time order.
+    # ``month``: ``YYYY-MM``; ``day``: ``YYYY-MM-DD``; ``hour``: ``YYYY-MM-DD HH`` (UTC), so text
+    # order is time order.
     Column("grain", Text, primary_key=True),
     Column("bucket", Text, primary_key=True),
     Column("open_amount", BigInteger, nullable=False),
     Column("held_amount", BigInteger, nullable=False),
-    CheckConstraint("grain IN ('day', 'hour')", name="grain"),
+    CheckConstraint("grain IN ('month', 'day', 'hour')", name="grain"),
 )
 
 # -- events and webhooks ---------------------------------------------------------------------

@@ -2,15 +2,15 @@
 
 An affiliate's balance used to read every entry of the affiliate that no payout holds, so its
 cost grew with the affiliate's own history. ``affiliate_balance_buckets`` keeps, per affiliate,
-mode and UTC day and hour of ``available_at``, the sum of those entries, split into the entries of
-payments with an open dispute (``held_amount``) and the rest (``open_amount``). A balance then
-reads one row per day of history, at most 24 hour rows, and the entries of the current hour
-(see :mod:`refcore_sqlstore.ledger`).
+mode and UTC month, day and hour of ``available_at``, the sum of those entries, split into the
+entries of payments with an open dispute (``held_amount``) and the rest (``open_amount``). A
+balance then reads one row per month of history, at most 31 day rows, 24 hour rows, and the
+entries of the current hour (see :mod:`refcore_sqlstore.ledger`).
 
 The rows are written by triggers only, in the same transaction as the change they follow, so
 every writer (any server process, a bulk import, a hand-written fix) keeps them exact:
 
-- an entry is added: its amount goes into its day and hour, as held or open by its payment;
+- an entry is added: its amount goes into its month, day and hour, as held or open by its payment;
 - a payment's ``open_dispute_count`` goes from zero to more or back: its entries that no payout
   holds move between open and held;
 - a payout item starts or stops holding an entry (``active_entry_id`` set, cleared, or the
@@ -52,14 +52,16 @@ _UPSERT = """
         held_amount = {table}.held_amount + excluded.held_amount
 """
 
-# -- SQLite: times are fixed-width UTC text, so a day is its first 10 characters, an hour 13 ------
+# -- SQLite: times are fixed-width UTC text: a month is its first 7 characters, a day 10, an hour 13
 
-_SQLITE_GRAINS = "(SELECT 'day' AS grain, 10 AS width UNION ALL SELECT 'hour', 13)"
+_SQLITE_GRAINS = (
+    "(SELECT 'day' AS grain, 10 AS width UNION ALL SELECT 'hour', 13 UNION ALL SELECT 'month', 7)"
+)
 _SQLITE_BUCKET = "substr(e.available_at, 1, g.width)"
 
 
 def _sqlite_move(entry_id: str, sign: str) -> str:
-    """Add (``sign`` 1) or remove (-1) one entry, by ID, to or from its day and hour."""
+    """Add (``sign`` 1) or remove (-1) one entry, by ID, to or from its month, day and hour."""
     held = "coalesce(p.open_dispute_count, 0) > 0"
     return f"""
     INSERT INTO {_TABLE} (program_affiliate_id, mode, grain, bucket, open_amount, held_amount)
@@ -139,7 +141,9 @@ _SQLITE_BACKFILL = f"""
 
 # -- PostgreSQL: the same rules as plpgsql functions -------------------------------------------
 
-_PG_GRAINS = "(VALUES ('day', 'YYYY-MM-DD'), ('hour', 'YYYY-MM-DD HH24')) AS g(grain, format)"
+_PG_GRAINS = (
+    "(VALUES ('day', 'YYYY-MM-DD'), ('hour', 'YYYY-MM-DD HH24'), ('month', 'YYYY-MM')) AS g(grain, format)"
+)
 _PG_BUCKET = "to_char(e.available_at AT TIME ZONE 'UTC', g.format)"
 
 _POSTGRESQL_TRIGGERS = (
@@ -272,7 +276,9 @@ def upgrade() -> None:
         sa.Column("bucket", sa.Text(), nullable=False),
         sa.Column("open_amount", sa.BigInteger(), nullable=False),
         sa.Column("held_amount", sa.BigInteger(), nullable=False),
-        sa.CheckConstraint("grain IN ('day', 'hour')", name=op.f("ck_affiliate_balance_buckets_grain")),
+        sa.CheckConstraint(
+            "grain IN ('month', 'day', 'hour')", name=op.f("ck_affiliate_balance_buckets_grain")
+        ),
         sa.PrimaryKeyConstraint(
             "program_affiliate_id", "mode", "grain", "bucket", name=op.f("pk_affiliate_balance_buckets")
         ),
