@@ -160,8 +160,15 @@ class BodyTooLarge(RefcoreError):
 
 
 class RateLimited(RefcoreError):
+    """Carries when to try again, so that the answer can say it (``Retry-After``) as well as
+    write it in the message."""
+
     code = "rate_limited"
     kind = ErrorKind.RATE_LIMITED
+
+    def __init__(self, message: str, *, retry_after_seconds: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class MethodNotAllowed(RefcoreError):

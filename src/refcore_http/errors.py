@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from refcore.errors import ErrorKind, RefcoreError
+from refcore.errors import ErrorKind, RateLimited, RefcoreError
 
 log = logging.getLogger("refcore_http")
 
@@ -48,6 +48,8 @@ def error_response(
 def refcore_error_response(exc: RefcoreError) -> JSONResponse:
     status = STATUS_OF_KIND[exc.kind]
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, RateLimited) and exc.retry_after_seconds is not None:
+        headers = {"Retry-After": str(exc.retry_after_seconds)}
     return error_response(status, exc.code, exc.message, param=exc.param, headers=headers)
 
 

@@ -349,3 +349,20 @@ def test_a_mail_server_that_fails_is_a_500_that_logs_no_token(
     (signup,) = runtime.read(lambda tx: tx.uow.pending_signups.find_all({}))
     assert signup.token_digest not in caplog.text
     assert "join_" not in caplog.text
+
+
+def test_a_refused_signup_says_when_to_retry_in_retry_after(
+    runtime: Runtime, mail_dir: Path, settings: Settings, clock: ManualClock
+) -> None:
+    """429 carries ``Retry-After``: the whole seconds until the window ends (Stripe-like), and the
+    request made that many seconds later is taken."""
+    clock.set(clock.now().replace(minute=59, second=20, microsecond=500_000))
+    client = Client(create_app(runtime, settings), client_address=("198.51.100.9", 1000))
+    new_tenant(client, runtime, "wait")
+    for _ in range(5):
+        expect(client.post("/v1/join/wait-partners", json={"email": "r@x.example", "name": "R"}), 202)
+    refused = client.post("/v1/join/wait-partners", json={"email": "r@x.example", "name": "R"})
+    expect(refused, 429, "rate_limited")
+    assert refused.headers["Retry-After"] == "40"  # 39.5 s left in the hour, rounded up
+    clock.advance(timedelta(seconds=int(refused.headers["Retry-After"])))
+    expect(client.post("/v1/join/wait-partners", json={"email": "r@x.example", "name": "R"}), 202)

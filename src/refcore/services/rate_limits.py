@@ -17,6 +17,7 @@ agrees on which window a moment falls in without sharing anything but the store.
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import UTC, datetime, timedelta
 
 from attrs import evolve
@@ -47,15 +48,19 @@ def take(tx: Tx, key: str, *, limit: int, window: timedelta) -> None:
     counter = counters.find_one({"key": key, "window_start": start}, for_update=True)
     if counter is None:
         if limit < 1:
-            raise _refused(start, window)
+            raise _refused(tx.now, start, window)
         counters.add(
             RateLimitCounter(id=tx.new_id("rlc"), key=key, window_start=start, count=1, created_at=tx.now)
         )
         return
     if counter.count >= limit:
-        raise _refused(start, window)
+        raise _refused(tx.now, start, window)
     counters.replace(evolve(counter, count=counter.count + 1))
 
 
-def _refused(start: datetime, window: timedelta) -> RateLimited:
-    return RateLimited(f"Too many requests; try again after {timestamp(start + window)}")
+def _refused(now: datetime, start: datetime, window: timedelta) -> RateLimited:
+    """The window's end in the message, and the whole seconds until it (at least 1) for
+    ``Retry-After``."""
+    end = start + window
+    wait = max(1, math.ceil((end - now).total_seconds()))
+    return RateLimited(f"Too many requests; try again after {timestamp(end)}", retry_after_seconds=wait)
