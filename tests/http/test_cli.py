@@ -163,3 +163,38 @@ def test_the_installed_script_mints_a_session(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 1 and result.stdout.startswith("sess_")
+
+
+def test_serve_logs_refcore_records_at_its_log_level(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """uvicorn configures only its own loggers: ``refcore serve`` adds refcore's, so a webhook
+    delivery's outcome (``refcore.webhooks``, INFO) reaches stderr at ``--log-level info``."""
+    import logging.config
+
+    import uvicorn
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    assert cli.main(["serve", "--database-url", "memory://", "--log-level", "info"]) == 0
+    ((options,),) = [tuple(calls)]
+    config = options["log_config"]
+    assert config["loggers"]["refcore"]["level"] == "INFO"
+    assert config["loggers"]["uvicorn"] == uvicorn.config.LOGGING_CONFIG["loggers"]["uvicorn"]
+    capsys.readouterr()
+    touched = [logging.getLogger(name) for name in (*config["loggers"], "refcore.webhooks")]
+    saved = [
+        (logger, logger.handlers[:], logger.level, logger.propagate, logger.disabled) for logger in touched
+    ]
+    try:
+        logging.config.dictConfig(config)
+        logging.getLogger("refcore.webhooks").info("delivered evt_1")
+        logging.getLogger("refcore.webhooks").debug("not at info")
+        err = capsys.readouterr().err
+    finally:  # leave logging as the other tests expect it
+        for logger, handlers, level, propagate, disabled in saved:
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate, logger.disabled = propagate, disabled
+    assert "delivered evt_1" in err
+    assert "not at info" not in err
