@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from attrs import evolve
@@ -39,3 +40,12 @@ class MemoryOutbox:
             event = table[event_id]
             assert isinstance(event, Event)
             table[event_id] = evolve(event, delivered_at=now)
+
+    def mark_all_delivered(self, event_ids: Sequence[str], *, now: datetime) -> None:
+        with self._db.lock:
+            table = self._db.tables["events"]
+            for event_id in event_ids:
+                event = table[event_id]
+                assert isinstance(event, Event)
+                if event.delivered_at is None:
+                    table[event_id] = evolve(event, delivered_at=now)

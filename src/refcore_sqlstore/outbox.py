@@ -14,16 +14,41 @@ claiming process crashed before recording its attempt). The partial index
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, or_, select, update
+from sqlalchemy import Engine, Integer, bindparam, or_, select, update
 
 from refcore.models import Event
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.tables import events
+from refcore_sqlstore.types import UtcDateTime
 from refcore_sqlstore.writer_lock import writer_turn
+
+#: Built once (building a statement and its cache key per call cost more than running it).
+_CLAIMABLE = (
+    select(events)
+    .where(events.c.delivered_at.is_(None))
+    .where(
+        or_(events.c.claimed_at.is_(None), events.c.claimed_at <= bindparam("expired", type_=UtcDateTime()))
+    )
+    .order_by(events.c.id)
+    .limit(bindparam("limit", type_=Integer()))
+)
+#: PostgreSQL: dispatchers of several processes take different events and never wait.
+_CLAIMABLE_SKIP_LOCKED = _CLAIMABLE.with_for_update(skip_locked=True)
+_MARK_CLAIMED = (
+    update(events)
+    .where(events.c.id.in_(bindparam("ids", expanding=True)))
+    .values(claimed_at=bindparam("now", type_=UtcDateTime()))
+)
+_CLOSE_UNDELIVERED = (
+    update(events)
+    .where(events.c.id.in_(bindparam("ids", expanding=True)), events.c.delivered_at.is_(None))
+    .values(delivered_at=bindparam("now", type_=UtcDateTime()))
+)
 
 
 class SqlOutbox:
@@ -35,20 +60,13 @@ class SqlOutbox:
 
     def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
         expired = now - timedelta(seconds=lease_seconds)
-        statement = (
-            select(events)
-            .where(events.c.delivered_at.is_(None))
-            .where(or_(events.c.claimed_at.is_(None), events.c.claimed_at <= expired))
-            .order_by(events.c.id)
-            .limit(limit)
-        )
-        if self._engine.dialect.name == "postgresql":
-            statement = statement.with_for_update(skip_locked=True)
+        postgresql = self._engine.dialect.name == "postgresql"
+        statement = _CLAIMABLE_SKIP_LOCKED if postgresql else _CLAIMABLE
         with database_errors(), writer_turn(self._engine), self._engine.begin() as connection:
-            rows = connection.execute(statement).mappings().all()
+            rows = connection.execute(statement, {"expired": expired, "limit": limit}).mappings().all()
             ids = [row["id"] for row in rows]
             if ids:
-                connection.execute(update(events).where(events.c.id.in_(ids)).values(claimed_at=now))
+                connection.execute(_MARK_CLAIMED, {"ids": ids, "now": now})
         claimed: list[Event] = []
         for row in rows:
             claimed.append(self._mapper.from_row({**row, "claimed_at": now}))
@@ -61,3 +79,9 @@ class SqlOutbox:
             )
         if result.rowcount == 0:
             raise KeyError(event_id)
+
+    def mark_all_delivered(self, event_ids: Sequence[str], *, now: datetime) -> None:
+        if not event_ids:
+            return
+        with database_errors(), writer_turn(self._engine), self._engine.begin() as connection:
+            connection.execute(_CLOSE_UNDELIVERED, {"ids": sorted(set(event_ids)), "now": now})

@@ -82,3 +82,26 @@ def test_racing_dispatchers_claim_each_event_exactly_once(sql_store: SqlStore) -
     assert errors == []
     assert sorted(claims) == sorted(ids)
     assert set(claims.values()) == {1}
+
+
+def test_closing_quiet_events_in_one_statement_keeps_an_earlier_close(sql_store: SqlStore) -> None:
+    """The dispatcher closes the events no endpoint wants with one ``UPDATE``: they are never
+    claimed again, an event already closed keeps its time, and the others stay claimable."""
+    clock = ManualClock()
+    ids = sorted(_emit_events(sql_store, clock, 3))
+    sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
+    closed_first = clock.now()
+    sql_store.outbox.mark_delivered(ids[0], now=closed_first)
+    clock.advance(timedelta(seconds=5))
+    sql_store.outbox.mark_all_delivered([ids[0], ids[1], ids[1]], now=clock.now())
+    sql_store.outbox.mark_all_delivered([], now=clock.now())
+    delivered = {
+        e.id: e.delivered_at
+        for e in sql_store.runtime(clock=clock).read(lambda tx: tx.uow.events.find_all({}))
+    }
+    assert delivered[ids[0]] == closed_first
+    assert delivered[ids[1]] == clock.now()
+    assert all(delivered[i] is None for i in ids[2:])
+    clock.advance(timedelta(seconds=LEASE))
+    again = sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
+    assert [e.id for e in again] == ids[2:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from refcore.clocks import ManualClock
@@ -181,6 +182,9 @@ class CountingOutbox:
     def mark_delivered(self, event_id: str, *, now: datetime) -> None:
         self._inner.mark_delivered(event_id, now=now)
 
+    def mark_all_delivered(self, event_ids: Sequence[str], *, now: datetime) -> None:
+        self._inner.mark_all_delivered(event_ids, now=now)
+
 
 def test_a_running_dispatcher_is_woken_by_a_commit_without_waiting_for_its_poll(
     world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase, deliverer: Deliverer
@@ -208,3 +212,41 @@ def test_a_running_dispatcher_is_woken_by_a_commit_without_waiting_for_its_poll(
     assert run(scenario()) is True
     assert _types_received(receiver) == ["affiliate.created"]
     assert dispatcher.running is False
+
+
+def test_concurrent_commits_share_wake_ups_and_none_is_lost(
+    world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase, deliverer: Deliverer
+) -> None:
+    """A commit that finds a wake-up already scheduled skips its own; with no poll for an hour,
+    every event of twelve concurrent writers must still be delivered, and a restarted dispatcher
+    still wakes."""
+    receiver.secret = configure(world, box, receiver.url("/ok")).secret
+    outbox = CountingOutbox(database)
+    dispatcher = WebhookDispatcher(world.rt, outbox, box, deliverer, poll_interval=3600)
+    world.rt.notifier = dispatcher
+
+    async def delivered(count: int) -> bool:
+        for _ in range(2000):
+            if len(deliveries(world)) >= count:
+                return True
+            await asyncio.sleep(0.005)
+        return False
+
+    async def scenario() -> tuple[bool, ...]:
+        await dispatcher.start()
+        await asyncio.to_thread(outbox.claimed_once.wait)
+        await asyncio.gather(*(asyncio.to_thread(world.add_affiliate) for _ in range(12)))
+        all_delivered = await delivered(12)
+        one_by_one = []
+        for count in (13, 14, 15):  # each commit alone must wake the dispatcher again
+            await asyncio.to_thread(world.add_affiliate)
+            one_by_one.append(await delivered(count))
+        await dispatcher.stop()
+        await dispatcher.start()
+        await asyncio.to_thread(world.add_affiliate)
+        after_restart = await delivered(16)
+        await dispatcher.stop()
+        return (all_delivered, *one_by_one, after_restart)
+
+    assert run(scenario()) == (True,) * 5
+    assert _types_received(receiver) == ["affiliate.created"] * 16

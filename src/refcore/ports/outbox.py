@@ -7,6 +7,7 @@ transaction that commits the claim before any network call is made.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -22,4 +23,9 @@ class EventOutbox(Protocol):
 
     def mark_delivered(self, event_id: str, *, now: datetime) -> None:
         """Record that the single attempt for this event is over. Commits."""
+        ...
+
+    def mark_all_delivered(self, event_ids: Sequence[str], *, now: datetime) -> None:
+        """Close events that need no attempt at all (no endpoint, a disabled one, a type it does
+        not take), in one statement; an event already closed keeps its time. Commits."""
         ...
