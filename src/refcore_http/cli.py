@@ -18,7 +18,7 @@ from refcore.errors import RefcoreError
 from refcore.services.tenancy import create_session
 from refcore_http.logs import logging_config
 from refcore_http.settings import DEFAULT_DATABASE_URL, Settings, SettingsError
-from refcore_http.store import MEMORY_URL, StoreUnavailable, open_store
+from refcore_http.store import MEMORY_URL, OpenStore, StoreUnavailable, open_store
 
 _URL_HELP = (
     f"database URL (env REFCORE_DATABASE_URL; default {DEFAULT_DATABASE_URL}): "
@@ -40,6 +40,12 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
+def _open(settings: Settings) -> OpenStore:
+    return open_store(
+        settings.database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
+    )
+
+
 def _freeze_startup_objects() -> None:
     """Keep what start-up built (modules, the app, the store's tables and mappers) out of the
     cyclic garbage collector's full passes, which otherwise walk all of it again and again while
@@ -55,7 +61,7 @@ def serve(args: argparse.Namespace) -> int:
     from refcore_http.app import create_app
 
     settings = _settings(args)
-    store = open_store(settings.database_url)
+    store = _open(settings)
     try:
         if settings.migrate_on_start:
             store.migrate()
@@ -83,7 +89,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def session(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    store = open_store(settings.database_url)
+    store = _open(settings)
     try:
         if not store.persistent:
             raise CommandError(
@@ -100,7 +106,7 @@ def session(args: argparse.Namespace) -> int:
 
 def migrate(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    store = open_store(settings.database_url)
+    store = _open(settings)
     try:
         store.migrate()
     finally:

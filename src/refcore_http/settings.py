@@ -87,6 +87,13 @@ def _positive(value: str, *, name: str) -> int:
     return int(text)
 
 
+def _count(value: str, *, name: str) -> int:
+    text = value.strip()
+    if not text.isdigit() or int(text) > 1_000_000:
+        raise SettingsError(f"{name} must be a whole number from 0 to 1000000")
+    return int(text)
+
+
 def _secret_key(value: str | None) -> str | None:
     if value is not None and len(value) < MIN_SECRET_KEY_LENGTH:
         raise SettingsError(f"REFCORE_SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters")
@@ -125,6 +132,11 @@ class Settings:
     #: ``REFCORE_JOIN_LIMIT_PER_EMAIL`` / ``REFCORE_JOIN_LIMIT_PER_IP``: hosted signups per hour.
     join_limit_per_email: int = 5
     join_limit_per_ip: int = 20
+    #: ``REFCORE_DB_POOL_SIZE`` / ``REFCORE_DB_MAX_OVERFLOW``: database connections each server
+    #: process keeps open, and how many more it may open under load (SQL stores only). A fleet's
+    #: processes times (size + overflow) must stay below PostgreSQL's ``max_connections``.
+    db_pool_size: int = 10
+    db_max_overflow: int = 20
 
     def __attrs_post_init__(self) -> None:
         _secret_key(self.secret_key)
@@ -177,6 +189,10 @@ class Settings:
         ):
             if env.get(variable):
                 values[name] = _positive(env[variable], name=variable)
+        if env.get("REFCORE_DB_POOL_SIZE"):
+            values["db_pool_size"] = _positive(env["REFCORE_DB_POOL_SIZE"], name="REFCORE_DB_POOL_SIZE")
+        if env.get("REFCORE_DB_MAX_OVERFLOW"):
+            values["db_max_overflow"] = _count(env["REFCORE_DB_MAX_OVERFLOW"], name="REFCORE_DB_MAX_OVERFLOW")
         settings = cls(**values)
         return settings.with_overrides(**overrides)
 

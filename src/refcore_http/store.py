@@ -43,8 +43,14 @@ def is_memory(database_url: str) -> bool:
 
 
 def open_store(
-    database_url: str, *, clock: Clock | None = None, notifier: EventNotifier | None = None
+    database_url: str,
+    *,
+    clock: Clock | None = None,
+    notifier: EventNotifier | None = None,
+    pool_size: int = 10,
+    max_overflow: int = 20,
 ) -> OpenStore:
+    """The store the URL names; ``pool_size`` and ``max_overflow`` size an SQL store's pool."""
     if is_memory(database_url):
         from refcore_memstore import MemoryDatabase, MemoryOutbox, memory_runtime
 
@@ -64,7 +70,7 @@ def open_store(
             f"The SQL store is not available in this installation ({exc}); use {MEMORY_URL}"
         ) from None
     try:
-        store = SqlStore(database_url)
+        store = SqlStore(database_url, pool_size=pool_size, max_overflow=max_overflow)
     except ValueError as exc:  # an unsupported or malformed URL; the message names no password
         raise StoreUnavailable(f"Cannot open the database: {exc}") from None
     return OpenStore(

@@ -142,6 +142,9 @@ def test_settings_come_from_the_environment_and_flags_win() -> None:
         ({"REFCORE_TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}, "REFCORE_TRUSTED_PROXIES"),
         ({"REFCORE_PORT": "70000"}, "REFCORE_PORT"),
         ({"REFCORE_MIGRATE_ON_START": "maybe"}, "REFCORE_MIGRATE_ON_START"),
+        ({"REFCORE_DB_POOL_SIZE": "0"}, "REFCORE_DB_POOL_SIZE"),
+        ({"REFCORE_DB_POOL_SIZE": "ten"}, "REFCORE_DB_POOL_SIZE"),
+        ({"REFCORE_DB_MAX_OVERFLOW": "-1"}, "REFCORE_DB_MAX_OVERFLOW"),
     ],
 )
 def test_a_bad_setting_names_its_variable(env: dict[str, str], variable: str) -> None:
@@ -198,3 +201,32 @@ def test_serve_logs_refcore_records_at_its_log_level(
             logger.propagate, logger.disabled = propagate, disabled
     assert "delivered evt_1" in err
     assert "not at info" not in err
+
+
+def test_the_connection_pool_is_sized_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``REFCORE_DB_POOL_SIZE`` / ``REFCORE_DB_MAX_OVERFLOW`` reach the SQL store's engine, so a
+    fleet can keep its processes' connections under PostgreSQL's ``max_connections``."""
+    from refcore_sqlstore import SqlStore
+
+    assert (Settings.from_env({}).db_pool_size, Settings.from_env({}).db_max_overflow) == (10, 20)
+    opened: list[tuple[int, int]] = []
+    original = SqlStore.__init__
+
+    def recording(self: SqlStore, database_url: str, *, pool_size: int = 10, max_overflow: int = 20) -> None:
+        opened.append((pool_size, max_overflow))
+        original(self, database_url, pool_size=pool_size, max_overflow=max_overflow)
+
+    monkeypatch.setattr(SqlStore, "__init__", recording)
+    monkeypatch.setenv("REFCORE_DATABASE_URL", f"sqlite:///{tmp_path / 'refcore.db'}")
+    monkeypatch.setenv("REFCORE_DB_POOL_SIZE", "3")
+    monkeypatch.setenv("REFCORE_DB_MAX_OVERFLOW", "0")
+    assert cli.main(["migrate"]) == 0
+    assert opened == [(3, 0)]
+    store = SqlStore(f"sqlite:///{tmp_path / 'refcore.db'}", pool_size=3, max_overflow=0)
+    try:
+        pool = store._engine.pool
+        assert (pool.size(), pool._max_overflow) == (3, 0)  # type: ignore[attr-defined]
+    finally:
+        store.dispose()
