@@ -297,7 +297,7 @@ def render(
     lines = [
         "# Performance",
         "",
-        f"{origin}. Do not edit by hand: run `.venv/bin/python -m bench` again (about 25 minutes;",
+        f"{origin}. Do not edit by hand: run `.venv/bin/python -m bench` again (about 45 minutes;",
         "`--quick` about 6). The harness is `bench/` (see `bench/README.md`).",
         "",
         "## Machine and software",
