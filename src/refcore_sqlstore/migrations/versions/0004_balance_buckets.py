@@ -127,17 +127,23 @@ _SQLITE_DROP = (
     "DROP TRIGGER payout_items_balance_delete",
 )
 
-_SQLITE_BACKFILL = f"""
+
+def _backfill(grains: str, bucket: str) -> str:
+    """Sum the existing ledger into the buckets: every entry no payout holds, by its payment."""
+    return f"""
     INSERT INTO {_TABLE} (program_affiliate_id, mode, grain, bucket, open_amount, held_amount)
-    SELECT e.program_affiliate_id, e.mode, g.grain, {_SQLITE_BUCKET},
+    SELECT e.program_affiliate_id, e.mode, g.grain, {bucket},
            sum(CASE WHEN coalesce(p.open_dispute_count, 0) > 0 THEN 0 ELSE e.amount END),
            sum(CASE WHEN coalesce(p.open_dispute_count, 0) > 0 THEN e.amount ELSE 0 END)
     FROM commission_entries AS e
     LEFT JOIN payments AS p ON p.id = e.transaction_id
-    CROSS JOIN {_SQLITE_GRAINS} AS g
+    CROSS JOIN {grains}
     WHERE NOT EXISTS (SELECT 1 FROM payout_items AS i WHERE i.active_entry_id = e.id)
-    GROUP BY e.program_affiliate_id, e.mode, g.grain, {_SQLITE_BUCKET}
-"""
+    GROUP BY e.program_affiliate_id, e.mode, g.grain, {bucket}
+    """
+
+
+_SQLITE_BACKFILL = _backfill(f"{_SQLITE_GRAINS} AS g", _SQLITE_BUCKET)
 
 # -- PostgreSQL: the same rules as plpgsql functions -------------------------------------------
 
@@ -254,17 +260,7 @@ _POSTGRESQL_DROP = (
     "DROP FUNCTION refcore_balance_move(text, integer)",
 )
 
-_POSTGRESQL_BACKFILL = f"""
-    INSERT INTO {_TABLE} (program_affiliate_id, mode, grain, bucket, open_amount, held_amount)
-    SELECT e.program_affiliate_id, e.mode, g.grain, {_PG_BUCKET},
-           sum(CASE WHEN coalesce(p.open_dispute_count, 0) > 0 THEN 0 ELSE e.amount END),
-           sum(CASE WHEN coalesce(p.open_dispute_count, 0) > 0 THEN e.amount ELSE 0 END)
-    FROM commission_entries AS e
-    LEFT JOIN payments AS p ON p.id = e.transaction_id
-    CROSS JOIN {_PG_GRAINS}
-    WHERE NOT EXISTS (SELECT 1 FROM payout_items AS i WHERE i.active_entry_id = e.id)
-    GROUP BY e.program_affiliate_id, e.mode, g.grain, {_PG_BUCKET}
-"""
+_POSTGRESQL_BACKFILL = _backfill(_PG_GRAINS, _PG_BUCKET)
 
 
 def upgrade() -> None:
