@@ -26,6 +26,7 @@ from refcore_http.routes import processor as processor_routes
 from refcore_http.settings import Settings
 from refcore_http.webhooks.keys import require_secret_key
 from refcore_http.webhooks.lifespan import webhook_lifespan
+from refcore_http.workers import worker_threads
 
 AREAS: tuple[Sequence[Endpoint], ...] = (
     index.ROUTES,
@@ -73,7 +74,9 @@ def create_app(
     settings = settings or Settings()
     require_secret_key(settings)
     api = describe(all_endpoints(extra))
-    context = Context(runtime=runtime, settings=settings, api=api)
+    context = Context(
+        runtime=runtime, settings=settings, api=api, workers=worker_threads(settings.worker_threads)
+    )
     app = Starlette(
         routes=build_routes(api.endpoints, context),
         exception_handlers={

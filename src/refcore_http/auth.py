@@ -13,7 +13,8 @@ tenant).
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
+from functools import partial
+
 from starlette.requests import Request
 
 from refcore.errors import Forbidden, Unauthenticated
@@ -21,6 +22,7 @@ from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from refcore.services.tenancy import authenticate
 from refcore_http.endpoints import Access
+from refcore_http.workers import worker_threads
 
 _MAX_CREDENTIAL = 512
 
@@ -64,4 +66,4 @@ async def authorize(request: Request, access: Access, runtime: Runtime) -> Princ
     credential = credential_of(request, access)
     if credential is None:
         return None
-    return await run_in_threadpool(principal_of, runtime, access, credential)
+    return await worker_threads().run(partial(principal_of, runtime, access, credential))

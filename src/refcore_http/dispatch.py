@@ -1,12 +1,13 @@
 """From endpoint definitions to Starlette routes, and the request pipeline every call runs through.
 
 Pipeline: authenticate (``401``/``403``), parse the query (``400``), read and structure the body
-(``400``/``413``), then run the handler in a worker thread, because the core is synchronous and
-must not block the event loop. Authentication reads the database, so it runs in that same worker
-thread, just before the handler: one thread hop per request rather than two (each hop is a
-thread wake-up, a large share of a short request's CPU). The query and body are parsed on the
-loop before that hop; a parse error is held back until authentication passed, so the answer
-stays the one of the pipeline's order (a bad credential is ``401`` whatever the body).
+(``400``/``413``), then run the handler in a worker thread (:mod:`refcore_http.workers`),
+because the core is synchronous and must not block the event loop. Authentication reads the
+database, so it runs in that same worker thread, just before the handler: one thread hop per
+request rather than two (each hop is a thread wake-up, a large share of a short request's CPU).
+The query and body are parsed on the loop before that hop; a parse error is held back until
+authentication passed, so the answer stays the one of the pipeline's order (a bad credential is
+``401`` whatever the body).
 
 A :class:`~refcore.errors.RefcoreError` becomes its status and envelope; any other exception
 is logged and answered ``500 internal_error`` with no details.
@@ -23,7 +24,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from attrs import frozen
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -37,6 +37,7 @@ from refcore_http.errors import internal_error_response, refcore_error_response
 from refcore_http.queries import parse_query
 from refcore_http.settings import Settings
 from refcore_http.visitors import visitor_of
+from refcore_http.workers import WorkerThreads
 
 log = logging.getLogger("refcore_http")
 
@@ -48,6 +49,7 @@ class Context:
     runtime: Runtime
     settings: Settings
     api: Api
+    workers: WorkerThreads
 
 
 async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> tuple[Any, frozenset[str]]:
@@ -129,7 +131,7 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
             )
             return endpoint.handler(call)
 
-        response = _render(await run_in_threadpool(run))
+        response = _render(await context.workers.run(run))
     except RefcoreError as exc:
         response = refcore_error_response(exc)
     except Exception as exc:

@@ -16,6 +16,7 @@ from typing import Any
 from attrs import evolve, field, frozen
 
 from refcore_http.mailers import parse_mailer_spec
+from refcore_http.workers import DEFAULT_MAX_THREADS
 
 DEFAULT_DATABASE_URL = "sqlite:///./refcore.db"
 MIN_SECRET_KEY_LENGTH = 32
@@ -137,6 +138,10 @@ class Settings:
     #: processes times (size + overflow) must stay below PostgreSQL's ``max_connections``.
     db_pool_size: int = 10
     db_max_overflow: int = 20
+    #: ``REFCORE_WORKER_THREADS``: requests that run the core at once in each server process; the
+    #: rest wait on the event loop, which costs nothing. More threads than the CPUs and database
+    #: can serve only make them take turns (``docs/performance.md``).
+    worker_threads: int = DEFAULT_MAX_THREADS
 
     def __attrs_post_init__(self) -> None:
         _secret_key(self.secret_key)
@@ -193,6 +198,8 @@ class Settings:
             values["db_pool_size"] = _positive(env["REFCORE_DB_POOL_SIZE"], name="REFCORE_DB_POOL_SIZE")
         if env.get("REFCORE_DB_MAX_OVERFLOW"):
             values["db_max_overflow"] = _count(env["REFCORE_DB_MAX_OVERFLOW"], name="REFCORE_DB_MAX_OVERFLOW")
+        if env.get("REFCORE_WORKER_THREADS"):
+            values["worker_threads"] = _positive(env["REFCORE_WORKER_THREADS"], name="REFCORE_WORKER_THREADS")
         settings = cls(**values)
         return settings.with_overrides(**overrides)
 

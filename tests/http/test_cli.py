@@ -145,6 +145,8 @@ def test_settings_come_from_the_environment_and_flags_win() -> None:
         ({"REFCORE_DB_POOL_SIZE": "0"}, "REFCORE_DB_POOL_SIZE"),
         ({"REFCORE_DB_POOL_SIZE": "ten"}, "REFCORE_DB_POOL_SIZE"),
         ({"REFCORE_DB_MAX_OVERFLOW": "-1"}, "REFCORE_DB_MAX_OVERFLOW"),
+        ({"REFCORE_WORKER_THREADS": "0"}, "REFCORE_WORKER_THREADS"),
+        ({"REFCORE_WORKER_THREADS": "many"}, "REFCORE_WORKER_THREADS"),
     ],
 )
 def test_a_bad_setting_names_its_variable(env: dict[str, str], variable: str) -> None:
@@ -230,3 +232,25 @@ def test_the_connection_pool_is_sized_from_the_environment(
         assert (pool.size(), pool._max_overflow) == (3, 0)  # type: ignore[attr-defined]
     finally:
         store.dispose()
+
+
+def test_handlers_run_in_a_pool_of_the_configured_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``REFCORE_WORKER_THREADS`` bounds how many requests run the core at once."""
+    from refcore_http.workers import worker_threads
+
+    settings = Settings.from_env({"REFCORE_WORKER_THREADS": "3"})
+    assert settings.worker_threads == 3
+    assert Settings.from_env({}).worker_threads == worker_threads().max_threads
+    pool = worker_threads(3)
+    assert pool.max_threads == 3
+    calls: list[object] = []
+    original = pool.run
+
+    async def counting(work: Any) -> Any:
+        calls.append(work)
+        return await original(work)
+
+    monkeypatch.setattr(pool, "run", counting)
+    client = Client(create_app(open_store("memory://").runtime, settings))
+    expect(client.get("/v1"), 200)
+    assert len(calls) == 1
