@@ -4,8 +4,9 @@
 
 - on PostgreSQL it selects the oldest claimable events ``FOR UPDATE SKIP LOCKED``, so dispatchers
   in several server processes each take different events and never wait for one another;
-- on SQLite the transaction starts with ``BEGIN IMMEDIATE`` (see :mod:`refcore_sqlstore.engine`),
-  so the select and the update run under the database's write lock, one claimer at a time.
+- on SQLite it is a member of the group commit (:mod:`refcore_sqlstore.group_commit`): the
+  select and the update run under the database's write lock, one claimer at a time, and the
+  claim is committed (with the group) before ``claim`` returns.
 
 Claimable means not delivered and either never claimed or claimed longer ago than the lease (the
 claiming process crashed before recording its attempt). The partial index
@@ -22,10 +23,10 @@ from sqlalchemy import Engine, Integer, bindparam, or_, select, update
 
 from refcore.models import Event
 from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.group_commit import write_transaction
 from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.tables import events
 from refcore_sqlstore.types import UtcDateTime
-from refcore_sqlstore.writer_lock import writer_turn
 
 #: Built once (building a statement and its cache key per call cost more than running it).
 _CLAIMABLE = (
@@ -62,7 +63,7 @@ class SqlOutbox:
         expired = now - timedelta(seconds=lease_seconds)
         postgresql = self._engine.dialect.name == "postgresql"
         statement = _CLAIMABLE_SKIP_LOCKED if postgresql else _CLAIMABLE
-        with database_errors(), writer_turn(self._engine), self._engine.begin() as connection:
+        with database_errors(), write_transaction(self._engine) as connection:
             rows = connection.execute(statement, {"expired": expired, "limit": limit}).mappings().all()
             ids = [row["id"] for row in rows]
             if ids:
@@ -73,7 +74,7 @@ class SqlOutbox:
         return claimed
 
     def mark_delivered(self, event_id: str, *, now: datetime) -> None:
-        with database_errors(), writer_turn(self._engine), self._engine.begin() as connection:
+        with database_errors(), write_transaction(self._engine) as connection:
             result = connection.execute(
                 update(events).where(events.c.id == event_id).values(delivered_at=now)
             )
@@ -83,5 +84,5 @@ class SqlOutbox:
     def mark_all_delivered(self, event_ids: Sequence[str], *, now: datetime) -> None:
         if not event_ids:
             return
-        with database_errors(), writer_turn(self._engine), self._engine.begin() as connection:
+        with database_errors(), write_transaction(self._engine) as connection:
             connection.execute(_CLOSE_UNDELIVERED, {"ids": sorted(set(event_ids)), "now": now})

@@ -19,7 +19,7 @@ from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
-from refcore_sqlstore.sqlite_turns import ReadOnlyUnitOfWork, WriterTurnUnitOfWork
+from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 
 
@@ -57,7 +57,7 @@ class SqlStore:
 
     def unit_of_work(self) -> SqlUnitOfWork:
         if self.dialect == "sqlite":
-            return WriterTurnUnitOfWork(self._engine)
+            return GroupCommitUnitOfWork(self._engine)
         return SqlUnitOfWork(self._engine)
 
     def read_unit_of_work(self) -> SqlUnitOfWork:

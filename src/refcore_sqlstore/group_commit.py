@@ -1,0 +1,230 @@
+"""SQLite writers of one process take turns on one shared transaction and share its COMMIT.
+
+SQLite has one write lock per database, so a process's writers run one after another whatever
+we do. What costs is what each of them did around its few statements: check a connection out,
+``BEGIN IMMEDIATE``, ``COMMIT`` (an ``fsync`` of the write-ahead log with ``synchronous=FULL``)
+and hand the lock to the next thread. Group commit keeps the order and the guarantee (no
+answer before its writes are durable) and pays those once per group:
+
+- A writer waits for its **turn** on a lock (fair: waiters queue on a condition rather than
+  sleeping in SQLite's busy handler). The first writer of a group opens the shared transaction
+  with ``BEGIN IMMEDIATE``; each writer runs inside its own ``SAVEPOINT`` on it, so a writer
+  that fails rolls back only its own statements.
+- When it is done, a writer that has other writers queued behind it passes the turn on and
+  waits for the group's outcome. The writer that finds nobody queued (or the group full)
+  commits the group and wakes every member. A member's unit of work ends only then, so its
+  answer still comes after its writes are durable.
+- If that ``COMMIT`` fails, nothing of the group was written. Its members get
+  :class:`~refcore.errors.ConcurrentWrite`, which makes ``Runtime.transaction`` run their work
+  again, alone this time (committed by itself), so one bad unit of work cannot fail its
+  neighbours twice: a deferred foreign key that one member broke fails only that member in the
+  end.
+
+Members of a group see each other's writes before they are committed (one connection); they
+are committed together or not at all, so no answer can rest on a write that is later lost.
+The outbox's claims and closes join groups the same way (:func:`write_transaction`). Other
+processes writing the same file still meet ``busy_timeout``, as before; PostgreSQL needs none
+of this (row locks, one commit per request).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from weakref import WeakKeyDictionary
+
+from sqlalchemy import Connection, Engine
+
+from refcore.errors import ConcurrentWrite, InternalError
+from refcore_sqlstore.engine import SQLITE_BUSY_TIMEOUT_SECONDS
+from refcore_sqlstore.errors import database_errors
+
+#: A group is committed once it has this many members, even with writers still queued, so a
+#: steady stream of writers cannot postpone durability (and the answers) indefinitely.
+MAX_GROUP = 64
+
+_SOLO = threading.local()
+
+
+class _Group:
+    """One shared transaction and the writers that joined it."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.members = 0
+        self.done = threading.Event()
+        self.failure: BaseException | None = None
+
+
+class GroupCommit:
+    """The writer turns and the open group of one SQLite engine, shared by the process."""
+
+    def __init__(self, engine: Engine, *, max_group: int = MAX_GROUP) -> None:
+        self._engine = engine
+        self._max_group = max_group
+        self._turns = threading.Condition()
+        self._holder: int | None = None
+        self._queued = 0
+        self._group: _Group | None = None
+
+    # -- turns -----------------------------------------------------------------------------
+
+    def take_turn(self) -> None:
+        """Wait for this thread's turn (``ConcurrentWrite`` after the busy timeout)."""
+        me = threading.get_ident()
+        with self._turns:
+            if self._holder == me:
+                raise InternalError("A write unit of work is already open in this thread")
+            self._queued += 1
+            try:
+                if not self._turns.wait_for(lambda: self._holder is None, SQLITE_BUSY_TIMEOUT_SECONDS):
+                    raise ConcurrentWrite("the SQLite writer turn was not free within the busy timeout")
+            finally:
+                self._queued -= 1
+            self._holder = me
+
+    def _pass_turn(self) -> None:
+        with self._turns:
+            self._holder = None
+            self._turns.notify()
+
+    @property
+    def queued_writers(self) -> int:
+        """Threads waiting for the turn now."""
+        with self._turns:
+            return self._queued
+
+    def _others_queued(self) -> bool:
+        with self._turns:
+            return self._queued > 0
+
+    # -- members ---------------------------------------------------------------------------
+
+    @staticmethod
+    def solo() -> bool:
+        """Whether this thread's next unit of work must commit by itself (its group failed)."""
+        return bool(getattr(_SOLO, "next", False))
+
+    def open_group(self) -> _Group:
+        """The open group, begun if there is none. The caller holds the turn."""
+        if self._group is not None and self.solo():
+            self._commit_group()  # its members' fate must not depend on this retried work
+        if self._group is None:
+            with database_errors():
+                connection = self._engine.connect()
+                try:
+                    connection.begin()  # BEGIN IMMEDIATE (engine event)
+                except BaseException:
+                    connection.close()
+                    raise
+            self._group = _Group(connection)
+        return self._group
+
+    def finish_without_joining(self) -> None:
+        """End the turn of a writer that could not start (the group, if any, stays open)."""
+        try:
+            if self._group is not None and not self._others_queued():
+                self._commit_group()
+        finally:
+            self._pass_turn()
+
+    def finish(self, group: _Group, *, joined: bool) -> None:
+        """End this thread's turn; once the group it ``joined`` is committed, return (or raise).
+
+        The caller holds the turn. It commits the group itself unless other writers are queued
+        (and the group has room, and this is not a solo retry): then it passes the turn on."""
+        solo = self.solo()
+        _SOLO.next = False
+        if joined:
+            group.members += 1
+        try:
+            keep_open = not solo and group.members < self._max_group and self._others_queued()
+            if not keep_open:
+                self._commit_group()
+        finally:
+            self._pass_turn()
+        if not joined:
+            return
+        group.done.wait()
+        if group.failure is not None:
+            if solo or group.members == 1:
+                raise group.failure  # its own failure: running it again would fail the same way
+            _SOLO.next = True
+            raise ConcurrentWrite("the group this write was committed with failed; run it again alone")
+
+    def _commit_group(self) -> None:
+        group, self._group = self._group, None
+        if group is None:
+            return
+        try:
+            with database_errors():
+                try:
+                    if group.members:
+                        group.connection.commit()
+                    else:
+                        group.connection.rollback()
+                except BaseException:
+                    # A refused COMMIT can leave SQLite's transaction open: never pool it.
+                    group.connection.invalidate()
+                    raise
+                finally:
+                    group.connection.close()
+        except BaseException as exc:
+            group.failure = exc
+        finally:
+            group.done.set()
+
+    @contextmanager
+    def member(self) -> Iterator[Connection]:
+        """A block of writes as one member: its savepoint on the group's connection, kept if
+        the block ends normally, and durable (or ``ConcurrentWrite``) when the block is left."""
+        self.take_turn()
+        try:
+            group = self.open_group()
+            with database_errors():
+                savepoint = group.connection.begin_nested()
+        except BaseException:
+            self.finish_without_joining()
+            raise
+        try:
+            yield group.connection
+            with database_errors():
+                savepoint.commit()
+        except BaseException:
+            try:
+                if savepoint.is_active:
+                    with database_errors():
+                        savepoint.rollback()
+            finally:
+                self.finish(group, joined=False)
+            raise
+        self.finish(group, joined=True)
+
+
+_GROUPS: WeakKeyDictionary[Engine, GroupCommit] = WeakKeyDictionary()
+_GUARD = threading.Lock()
+
+
+def group_commit(engine: Engine) -> GroupCommit | None:
+    """This process's :class:`GroupCommit` for an SQLite engine; ``None`` for other databases."""
+    if engine.dialect.name != "sqlite":
+        return None
+    with _GUARD:
+        found = _GROUPS.get(engine)
+        if found is None:
+            found = _GROUPS[engine] = GroupCommit(engine)
+        return found
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A connection in a write transaction that is committed when the block ends normally: a
+    member of the group commit on SQLite, an ordinary transaction elsewhere."""
+    group = group_commit(engine)
+    if group is None:
+        with engine.begin() as connection:
+            yield connection
+        return
+    with group.member() as connection:
+        yield connection

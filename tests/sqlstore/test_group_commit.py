@@ -1,0 +1,218 @@
+"""SQLite group commit (refcore_sqlstore.group_commit): writers queued behind one another share one
+COMMIT, each answer still waits for its own writes to be durable, and one failing member costs
+its neighbours nothing but a retry."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from refcore.clocks import ManualClock
+from refcore.errors import InternalError
+from refcore.models import Session, User
+from refcore.services.runtime import Tx
+from refcore_sqlstore import SqlStore
+from refcore_sqlstore.group_commit import GroupCommit, group_commit
+from tests.sqlstore.raw import count, engine_of
+from tests.stores import fresh_sqlite_store
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+WRITERS = 6
+
+
+def _user(number: int) -> User:
+    return User(id=f"usr_{number:04d}", email=f"user{number}@example.com", created_at=NOW)
+
+
+@pytest.fixture
+def store() -> Iterator[SqlStore]:
+    with fresh_sqlite_store() as sqlite:
+        yield sqlite
+
+
+def _turns(store: SqlStore) -> GroupCommit:
+    turns = group_commit(engine_of(store))
+    assert turns is not None
+    return turns
+
+
+def _commits(store: SqlStore) -> list[int]:
+    """Counts every COMMIT the store's engine sends from now on (one element per COMMIT)."""
+    seen: list[int] = []
+    event.listen(engine_of(store), "commit", lambda _connection: seen.append(1))
+    return seen
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def _queue_behind_first(
+    store: SqlStore, first: Callable[[Callable[[], None]], Any], others: list[Callable[[], Any]]
+) -> list[Any]:
+    """Run ``first`` in a writer that keeps the turn until every one of ``others`` is queued
+    behind it, so that all of them end in the first writer's group; results in order."""
+    results: list[Any] = [None] * (1 + len(others))
+    turns = _turns(store)
+    entered = threading.Event()
+
+    waited = threading.Event()
+
+    def wait_for_the_others() -> None:
+        """Once only: a retried first writer must not wait again."""
+        if not waited.is_set():
+            waited.set()
+            entered.set()
+            _wait_until(lambda: turns.queued_writers == len(others))
+
+    def lead() -> None:
+        try:
+            results[0] = first(wait_for_the_others)
+        except BaseException as error:
+            results[0] = error
+
+    def follow(index: int, call: Callable[[], Any]) -> None:
+        entered.wait()
+        try:
+            results[index] = call()
+        except BaseException as error:
+            results[index] = error
+
+    threads = [threading.Thread(target=lead)]
+    threads += [threading.Thread(target=follow, args=(i + 1, c)) for i, c in enumerate(others)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+def _write_user(store: SqlStore, number: int, before_commit: Callable[[], object] = lambda: None) -> int:
+    with store.unit_of_work() as uow:
+        uow.users.add(_user(number))
+        before_commit()
+        uow.commit()
+        # The port's promise: durable and visible to every other connection once commit returns.
+        return count(store, "users", id=_user(number).id)
+
+
+def test_writers_queued_behind_one_another_share_one_commit(store: SqlStore) -> None:
+    commits = _commits(store)
+    results = _queue_behind_first(
+        store,
+        lambda wait: _write_user(store, 0, wait),
+        [lambda n=n: _write_user(store, n) for n in range(1, WRITERS)],
+    )
+    assert results == [1] * WRITERS  # each saw its own row committed when its commit returned
+    assert count(store, "users") == WRITERS
+    assert len(commits) == 1
+
+
+def test_a_lone_writer_commits_at_once(store: SqlStore) -> None:
+    commits = _commits(store)
+    assert _write_user(store, 1) == 1
+    assert _write_user(store, 2) == 1
+    assert len(commits) == 2
+
+
+def test_a_member_that_fails_rolls_back_only_its_own_writes(store: SqlStore) -> None:
+    def failing() -> None:
+        with store.unit_of_work() as uow:
+            uow.users.add(_user(99))
+            raise LookupError("the work failed")
+
+    results = _queue_behind_first(
+        store, lambda wait: _write_user(store, 0, wait), [failing, lambda: _write_user(store, 1)]
+    )
+    assert results[0] == 1 and results[2] == 1
+    assert isinstance(results[1], LookupError)
+    assert count(store, "users") == 2
+    assert count(store, "users", id=_user(99).id) == 0
+
+
+def test_a_group_refused_at_commit_retries_its_innocent_members_alone(store: SqlStore) -> None:
+    """A deferred foreign key broken by one member fails the group's COMMIT: the others run again
+    by themselves through ``Runtime.transaction`` and are stored; only the culprit fails."""
+    runtime = store.runtime(clock=ManualClock(NOW))
+    attempts: dict[str, int] = {}
+
+    def add_user(number: int, before_commit: Callable[[], object] = lambda: None) -> str:
+        def work(tx: Tx) -> str:
+            attempts[f"user{number}"] = attempts.get(f"user{number}", 0) + 1
+            tx.uow.users.add(_user(number))
+            before_commit()
+            return "stored"
+
+        return runtime.transaction(work)
+
+    def dangling_session() -> str:
+        def work(tx: Tx) -> str:
+            attempts["dangling"] = attempts.get("dangling", 0) + 1
+            tx.uow.sessions.add(Session(id="ses_1", user_id="usr_nobody", token_digest="d", created_at=NOW))
+            return "stored"
+
+        return runtime.transaction(work)
+
+    commits = _commits(store)
+    results = _queue_behind_first(
+        store, lambda wait: add_user(0, wait), [dangling_session, lambda: add_user(1), lambda: add_user(2)]
+    )
+    assert results[0] == results[2] == results[3] == "stored"
+    assert isinstance(results[1], InternalError)
+    assert count(store, "users") == 3
+    assert count(store, "sessions") == 0
+    # Every member ran twice (the group, then alone); the culprit's second failure is final.
+    assert attempts == {"user0": 2, "user1": 2, "user2": 2, "dangling": 2}
+    assert len(commits) >= 4
+
+
+def test_a_group_is_committed_when_full_even_with_writers_queued(store: SqlStore) -> None:
+    turns = _turns(store)
+    commits = _commits(store)
+    turns._max_group = 2
+    try:
+        results = _queue_behind_first(
+            store,
+            lambda wait: _write_user(store, 0, wait),
+            [lambda n=n: _write_user(store, n) for n in range(1, WRITERS)],
+        )
+    finally:
+        turns._max_group = 64
+    assert results == [1] * WRITERS
+    assert len(commits) == WRITERS // 2
+
+
+def test_a_second_writer_in_the_same_thread_fails_at_once(store: SqlStore) -> None:
+    """Instead of waiting forever for a turn its own thread holds."""
+    with store.unit_of_work() as outer:
+        outer.users.add(_user(1))
+        with pytest.raises(InternalError), store.unit_of_work():
+            pass
+        outer.commit()
+    assert count(store, "users") == 1
+
+
+def test_writes_after_a_commit_join_a_new_group_and_the_rest_rolls_back(store: SqlStore) -> None:
+    with store.unit_of_work() as uow:
+        uow.users.add(_user(1))
+        uow.commit()
+        uow.users.add(_user(2))
+        uow.commit()
+        uow.users.add(_user(3))  # never committed
+    assert count(store, "users") == 2
+    assert count(store, "users", id=_user(3).id) == 0
+    # The turn is free again: another thread writes at once.
+    done: list[int] = []
+    thread = threading.Thread(target=lambda: done.append(_write_user(store, 4)))
+    thread.start()
+    thread.join(5)
+    assert done == [1]
