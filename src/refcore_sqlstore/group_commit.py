@@ -95,10 +95,6 @@ class GroupCommit:
         with self._turns:
             return self._queued
 
-    def _others_queued(self) -> bool:
-        with self._turns:
-            return self._queued > 0
-
     # -- members ---------------------------------------------------------------------------
 
     @staticmethod
@@ -123,9 +119,20 @@ class GroupCommit:
 
     def finish_without_joining(self) -> None:
         """End the turn of a writer that could not start (the group, if any, stays open)."""
+        self._end_turn(may_pass=True)
+
+    def _end_turn(self, *, may_pass: bool) -> None:
+        """Pass the turn on with the group open to a queued writer (``may_pass``), or commit the
+        group and free the turn. Deciding and passing happen under one lock: a waiter that gives
+        up meanwhile is either still counted (and takes the turn) or not (and the group is
+        committed here), so an open group is never left without a writer to commit it."""
+        with self._turns:
+            if may_pass and self._group is not None and self._queued > 0:
+                self._holder = None
+                self._turns.notify()
+                return
         try:
-            if self._group is not None and not self._others_queued():
-                self._commit_group()
+            self._commit_group()
         finally:
             self._pass_turn()
 
@@ -138,12 +145,7 @@ class GroupCommit:
         _SOLO.next = False
         if joined:
             group.members += 1
-        try:
-            keep_open = not solo and group.members < self._max_group and self._others_queued()
-            if not keep_open:
-                self._commit_group()
-        finally:
-            self._pass_turn()
+        self._end_turn(may_pass=not solo and group.members < self._max_group)
         if not joined:
             return
         group.done.wait()

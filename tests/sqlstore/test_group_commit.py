@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import event
 
 from refcore.clocks import ManualClock
-from refcore.errors import InternalError
+from refcore.errors import ConcurrentWrite, InternalError
 from refcore.models import Session, User
 from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
@@ -216,3 +216,33 @@ def test_writes_after_a_commit_join_a_new_group_and_the_rest_rolls_back(store: S
     thread.start()
     thread.join(5)
     assert done == [1]
+
+
+def test_a_writer_that_gives_up_waiting_leaves_no_group_behind(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer still queued after the busy timeout gets ``ConcurrentWrite`` (the retry signal);
+    the writer holding the turn then finds nobody queued and commits its group itself."""
+    import refcore_sqlstore.group_commit as module
+
+    monkeypatch.setattr(module, "SQLITE_BUSY_TIMEOUT_SECONDS", 0.2)
+    turns = _turns(store)
+    gave_up: list[BaseException] = []
+
+    def impatient() -> None:
+        try:
+            _write_user(store, 2)
+        except BaseException as error:
+            gave_up.append(error)
+
+    def hold_the_turn() -> None:
+        thread = threading.Thread(target=impatient)
+        thread.start()
+        _wait_until(lambda: turns.queued_writers == 1)
+        thread.join(5)  # it gives up while this writer still holds the turn
+
+    assert _write_user(store, 1, hold_the_turn) == 1
+    assert len(gave_up) == 1 and isinstance(gave_up[0], ConcurrentWrite)
+    assert count(store, "users") == 1
+    assert turns.queued_writers == 0
+    assert _write_user(store, 3) == 1
