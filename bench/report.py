@@ -281,7 +281,7 @@ def _compare_service_table(results: Results, before: Results) -> list[str]:
             f"| {STORE_NAMES[item['store']]} | {item['scenario']} | {item['entries']:,} "
             f"| {old['p50_ms']:.2f} → {item['p50_ms']:.2f} | {old['p99_ms']:.2f} → {item['p99_ms']:.2f} |"
         )
-    return lines
+    return lines if len(lines) > 2 else []  # nothing to compare (a "before" without the reads)
 
 
 def render(
@@ -381,9 +381,9 @@ def render(
             "",
             *_compare_table(results, before),
             "",
-            *_compare_service_table(results, before),
-            "",
         ]
+        service = _compare_service_table(results, before)
+        lines += [*service, ""] if service else []
     notes = Path(__file__).with_name("notes.md")
     if notes.exists():
         lines += [notes.read_text().rstrip(), ""]
