@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, NestedTransaction
 
 from refcore.errors import ConcurrentWrite, InternalError
 from refcore_sqlstore.engine import SQLITE_BUSY_TIMEOUT_SECONDS
@@ -55,6 +55,8 @@ class _Group:
         self.members = 0
         self.done = threading.Event()
         self.failure: BaseException | None = None
+        #: A member's savepoint could not be ended cleanly: the group must not be committed.
+        self.broken = False
 
 
 class GroupCommit:
@@ -127,7 +129,8 @@ class GroupCommit:
         up meanwhile is either still counted (and takes the turn) or not (and the group is
         committed here), so an open group is never left without a writer to commit it."""
         with self._turns:
-            if may_pass and self._group is not None and self._queued > 0:
+            group = self._group
+            if may_pass and group is not None and not group.broken and self._queued > 0:
                 self._holder = None
                 self._turns.notify()
                 return
@@ -162,7 +165,11 @@ class GroupCommit:
         try:
             with database_errors():
                 try:
-                    if group.members:
+                    if group.broken:
+                        group.connection.rollback()
+                        if group.members:
+                            raise ConcurrentWrite("a member of this group could not end its savepoint")
+                    elif group.members:
                         group.connection.commit()
                     else:
                         group.connection.rollback()
@@ -177,31 +184,48 @@ class GroupCommit:
         finally:
             group.done.set()
 
-    @contextmanager
-    def member(self) -> Iterator[Connection]:
-        """A block of writes as one member: its savepoint on the group's connection, kept if
-        the block ends normally, and durable (or ``ConcurrentWrite``) when the block is left."""
+    def join(self) -> tuple[_Group, NestedTransaction]:
+        """Take the turn and open this writer's savepoint on the open group's connection."""
         self.take_turn()
         try:
             group = self.open_group()
             with database_errors():
-                savepoint = group.connection.begin_nested()
+                return group, group.connection.begin_nested()
         except BaseException:
             self.finish_without_joining()
             raise
+
+    def leave(self, group: _Group, savepoint: NestedTransaction, *, keep: bool) -> None:
+        """End this writer's savepoint, kept (released into the group) or rolled back, and its
+        turn; when kept, return once the group is committed (see :meth:`finish`). A savepoint
+        that cannot be ended cleanly breaks the group: nothing of it is committed, and its
+        members run again."""
+        joined = False
+        try:
+            if savepoint.is_active:
+                with database_errors():
+                    if keep:
+                        savepoint.commit()
+                        joined = True
+                    else:
+                        savepoint.rollback()
+        except BaseException:
+            group.broken = True
+            raise
+        finally:
+            self.finish(group, joined=joined)
+
+    @contextmanager
+    def member(self) -> Iterator[Connection]:
+        """A block of writes as one member: kept if the block ends normally, and durable (or
+        ``ConcurrentWrite``) when the block is left."""
+        group, savepoint = self.join()
         try:
             yield group.connection
-            with database_errors():
-                savepoint.commit()
         except BaseException:
-            try:
-                if savepoint.is_active:
-                    with database_errors():
-                        savepoint.rollback()
-            finally:
-                self.finish(group, joined=False)
+            self.leave(group, savepoint, keep=False)
             raise
-        self.finish(group, joined=True)
+        self.leave(group, savepoint, keep=True)
 
 
 _GROUPS: WeakKeyDictionary[Engine, GroupCommit] = WeakKeyDictionary()

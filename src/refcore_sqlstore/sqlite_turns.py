@@ -21,7 +21,6 @@ from sqlalchemy import Connection, NestedTransaction
 
 from refcore.errors import InternalError
 from refcore_sqlstore.engine import READ_ONLY_BEGIN
-from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import GroupCommit, _Group, group_commit
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
@@ -43,8 +42,7 @@ class GroupCommitUnitOfWork(SqlUnitOfWork):
     are durable and visible to every connection when it returns. Writes after a commit wait for
     a new turn and join a new group, as they would begin a new transaction elsewhere."""
 
-    _group: _Group | None = None
-    _savepoint: NestedTransaction | None = None
+    _membership: tuple[_Group, NestedTransaction] | None = None
     _inside = False
 
     def __enter__(self) -> Self:
@@ -59,16 +57,8 @@ class GroupCommitUnitOfWork(SqlUnitOfWork):
         return turns
 
     def _start(self) -> None:
-        turns = self._turns()
-        turns.take_turn()
-        try:
-            group = turns.open_group()
-            with database_errors():
-                savepoint = group.connection.begin_nested()
-        except BaseException:
-            turns.finish_without_joining()
-            raise
-        self._group, self._savepoint, self._connection = group, savepoint, group.connection
+        self._membership = self._turns().join()
+        self._connection = self._membership[0].connection
 
     def _require_connection(self) -> Connection:
         if self._connection is None and self._inside:
@@ -82,50 +72,23 @@ class GroupCommitUnitOfWork(SqlUnitOfWork):
         tb: TracebackType | None,
     ) -> None:
         self._inside = False
-        if self._group is None:
-            return
         try:
-            self._end_savepoint(commit=False)  # rolls back whatever was not committed
+            self._leave(keep=False)  # rolls back whatever was not committed
         except InternalError:
             if exc is None:
                 raise
-        finally:
-            self._leave(joined=False)
 
     def commit(self) -> None:
         """Make every write durable and visible at once: keep them in the group, then wait for
         the group's ``COMMIT`` (``ConcurrentWrite`` if it failed: run the work again)."""
-        if self._group is None:
-            return  # nothing written since the last commit
-        try:
-            self._end_savepoint(commit=True)
-        except BaseException:
-            self._leave(joined=False)
-            raise
-        self._leave(joined=True)
+        self._leave(keep=True)
 
     def rollback(self) -> None:
-        if self._group is None:
-            return
-        try:
-            self._end_savepoint(commit=False)
-        finally:
-            self._leave(joined=False)
+        self._leave(keep=False)
 
-    def _end_savepoint(self, *, commit: bool) -> None:
-        savepoint, self._savepoint = self._savepoint, None
-        if savepoint is None or not savepoint.is_active:
-            return
-        with database_errors():
-            if commit:
-                savepoint.commit()
-            else:
-                savepoint.rollback()
-
-    def _leave(self, *, joined: bool) -> None:
-        group, self._group = self._group, None
+    def _leave(self, *, keep: bool) -> None:
+        membership, self._membership = self._membership, None
         self._connection = None
-        self._savepoint = None
         self._forget_repositories()
-        if group is not None:
-            self._turns().finish(group, joined=joined)
+        if membership is not None:
+            self._turns().leave(*membership, keep=keep)

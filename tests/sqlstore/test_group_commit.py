@@ -4,6 +4,7 @@ its neighbours nothing but a retry."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import NestedTransaction, event
+from sqlalchemy.exc import OperationalError
 
 from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite, InternalError
@@ -246,3 +248,42 @@ def test_a_writer_that_gives_up_waiting_leaves_no_group_behind(
     assert count(store, "users") == 1
     assert turns.queued_writers == 0
     assert _write_user(store, 3) == 1
+
+
+def test_a_savepoint_that_cannot_be_released_breaks_its_group(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If a member's savepoint cannot be released, its writes may still sit in the shared
+    transaction: the group is rolled back, not committed; its other members run again alone."""
+    runtime = store.runtime(clock=ManualClock(NOW))
+    refused: list[NestedTransaction] = []
+    release = NestedTransaction.commit
+
+    def commit_unless_refused(savepoint: NestedTransaction) -> None:
+        if savepoint in refused:
+            raise OperationalError("RELEASE sa_savepoint", {}, sqlite3.OperationalError("disk I/O error"))
+        release(savepoint)
+
+    monkeypatch.setattr(NestedTransaction, "commit", commit_unless_refused)
+
+    def add_user(number: int, before_commit: Callable[[], object] = lambda: None) -> str:
+        def work(tx: Tx) -> str:
+            tx.uow.users.add(_user(number))
+            before_commit()
+            return "stored"
+
+        return runtime.transaction(work)
+
+    def unreleasable() -> str:
+        def work(tx: Tx) -> str:
+            tx.uow.users.add(_user(99))
+            refused.append(tx.uow._membership[1])  # type: ignore[attr-defined]
+            return "stored"
+
+        return runtime.transaction(work)
+
+    results = _queue_behind_first(store, lambda wait: add_user(0, wait), [unreleasable, lambda: add_user(1)])
+    assert results[0] == results[2] == "stored"
+    assert isinstance(results[1], InternalError)
+    assert count(store, "users", id=_user(99).id) == 0
+    assert count(store, "users") == 2
