@@ -13,8 +13,6 @@ tenant).
 
 from __future__ import annotations
 
-from functools import partial
-
 from starlette.requests import Request
 
 from refcore.errors import Forbidden, Unauthenticated
@@ -22,7 +20,6 @@ from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from refcore.services.tenancy import authenticate
 from refcore_http.endpoints import Access
-from refcore_http.workers import worker_threads
 
 _MAX_CREDENTIAL = 512
 
@@ -58,12 +55,3 @@ def principal_of(runtime: Runtime, access: Access, credential: str) -> Principal
     if principal.kind not in access.kinds:
         raise Forbidden(f"This endpoint needs {access.description}")
     return principal
-
-
-async def authorize(request: Request, access: Access, runtime: Runtime) -> Principal | None:
-    """:func:`credential_of` and :func:`principal_of` in their own worker thread, for callers
-    that need the principal before (and apart from) a handler."""
-    credential = credential_of(request, access)
-    if credential is None:
-        return None
-    return await worker_threads().run(partial(principal_of, runtime, access, credential))
