@@ -202,6 +202,9 @@ class GroupCommit:
         members run again."""
         joined = False
         try:
+            if keep and not savepoint.is_active:
+                # Never report as kept what may already have been rolled back.
+                raise InternalError("The write ended before it could be committed")
             if savepoint.is_active:
                 with database_errors():
                     if keep:

@@ -287,3 +287,13 @@ def test_a_savepoint_that_cannot_be_released_breaks_its_group(
     assert isinstance(results[1], InternalError)
     assert count(store, "users", id=_user(99).id) == 0
     assert count(store, "users") == 2
+
+
+def test_a_write_rolled_back_behind_the_unit_of_works_back_is_never_reported_kept(store: SqlStore) -> None:
+    with store.unit_of_work() as uow:
+        uow.users.add(_user(1))
+        uow._membership[1].rollback()  # type: ignore[attr-defined]
+        with pytest.raises(InternalError):
+            uow.commit()
+    assert count(store, "users") == 0
+    assert _write_user(store, 2) == 1  # the turn was given back
