@@ -18,7 +18,7 @@ from sqlalchemy.exc import OperationalError
 from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite, InternalError
 from refcore.models import Session, User
-from refcore.services.runtime import Tx
+from refcore.services.runtime import Runtime, Tx
 from refcore_sqlstore import SqlStore
 from refcore_sqlstore.group_commit import GroupCommit, group_commit
 from tests.sqlstore.raw import count, engine_of
@@ -107,6 +107,25 @@ def _write_user(store: SqlStore, number: int, before_commit: Callable[[], object
         return count(store, "users", id=_user(number).id)
 
 
+def _add_user_through_the_runtime(
+    runtime: Runtime,
+    number: int,
+    before_commit: Callable[[], object] = lambda: None,
+    attempts: dict[str, int] | None = None,
+) -> str:
+    """One user written by ``Runtime.transaction`` (which retries on ``ConcurrentWrite``),
+    counting each run of the work in ``attempts``."""
+
+    def work(tx: Tx) -> str:
+        if attempts is not None:
+            attempts[f"user{number}"] = attempts.get(f"user{number}", 0) + 1
+        tx.uow.users.add(_user(number))
+        before_commit()
+        return "stored"
+
+    return runtime.transaction(work)
+
+
 def test_writers_queued_behind_one_another_share_one_commit(store: SqlStore) -> None:
     commits = _commits(store)
     results = _queue_behind_first(
@@ -148,13 +167,7 @@ def test_a_group_refused_at_commit_retries_its_innocent_members_alone(store: Sql
     attempts: dict[str, int] = {}
 
     def add_user(number: int, before_commit: Callable[[], object] = lambda: None) -> str:
-        def work(tx: Tx) -> str:
-            attempts[f"user{number}"] = attempts.get(f"user{number}", 0) + 1
-            tx.uow.users.add(_user(number))
-            before_commit()
-            return "stored"
-
-        return runtime.transaction(work)
+        return _add_user_through_the_runtime(runtime, number, before_commit, attempts)
 
     def dangling_session() -> str:
         def work(tx: Tx) -> str:
@@ -267,12 +280,7 @@ def test_a_savepoint_that_cannot_be_released_breaks_its_group(
     monkeypatch.setattr(NestedTransaction, "commit", commit_unless_refused)
 
     def add_user(number: int, before_commit: Callable[[], object] = lambda: None) -> str:
-        def work(tx: Tx) -> str:
-            tx.uow.users.add(_user(number))
-            before_commit()
-            return "stored"
-
-        return runtime.transaction(work)
+        return _add_user_through_the_runtime(runtime, number, before_commit)
 
     def unreleasable() -> str:
         def work(tx: Tx) -> str:
