@@ -5,19 +5,21 @@ The statuses follow the core's precedence (see :mod:`refcore.ports.ledger`):
 - ``paid`` and ``processing`` are the sums of the affiliate's ``succeeded`` and of its
   ``prepared``/``ready`` payout executions: an execution's amount is the sum of its items, each
   holding one entry (the payouts' invariant, :class:`~refcore.models.payout.PayoutExecution`),
-  so a year of paid history costs one row per payout instead of one per entry;
+  so a year of paid history costs one index entry per payout instead of one row per entry (the
+  ``(program_affiliate_id, status, id, amount)`` index covers the sum, migration 0005);
 - every other entry is ``held``, ``pending`` or ``approved``. Their sums come from
-  ``affiliate_balance_buckets``, which database triggers keep per UTC month, day and hour of
-  ``available_at`` (migration 0004): ``held`` is the held column of every month; ``approved`` is
-  the open column of the months before this one, of this month's days before today, of today's
-  hours before this one, and the entries of this hour up to ``now`` (read from the ledger through
-  the ``(program_affiliate_id, mode, available_at)`` index); ``pending`` is the rest of the open
-  column.
+  ``affiliate_balance_buckets``, which database triggers keep per UTC month, day, hour and minute
+  of ``available_at`` (migrations 0004 and 0005): ``held`` is the held column of every month;
+  ``approved`` is the open column of the months before this one, of this month's days before
+  today, of today's hours before this one, of this hour's minutes before this one, and the entries
+  of this minute up to ``now`` (read from the ledger through the
+  ``(program_affiliate_id, mode, available_at)`` index); ``pending`` is the rest of the open column.
 
-So a balance reads one row per month of the affiliate's history, at most 31 day rows and 24 hour
-rows, and one hour of entries, however many entries the affiliate has: its cost follows the
-calendar, not the volume. The rule itself stays the core's: the contract suite compares these
-sums with the core's status of every entry, and ``tests/sqlstore/test_balance_buckets.py``
+So a balance reads one row per month of the affiliate's history, at most 31 day rows, 24 hour
+rows and 60 minute rows, and one minute of entries, however many entries the affiliate has: its
+cost follows the calendar and the number of payouts, not the number of entries (migration
+0005 has the figures). The rule itself stays the core's: the contract suite compares these sums
+with the core's status of every entry, and ``tests/sqlstore/test_balance_buckets.py``
 compares the projection with a full scan of the ledger after random histories.
 """
 
@@ -92,8 +94,8 @@ def _open_between(grain: str, first: str, before: str) -> Any:
     )
 
 
-def _approved_this_hour() -> Any:
-    """The entries of the current hour already available at ``now``, unless held or paid out."""
+def _approved_this_minute() -> Any:
+    """The entries of the current minute already available at ``now``, unless held or paid out."""
     e, p, i = commission_entries, payments, payout_items
     held = func.coalesce(p.c.open_dispute_count, 0) > 0
     return (
@@ -102,7 +104,7 @@ def _approved_this_hour() -> Any:
         .where(
             e.c.program_affiliate_id == bindparam("affiliate"),
             e.c.mode == bindparam("mode"),
-            e.c.available_at >= bindparam("hour_start", type_=UtcDateTime()),
+            e.c.available_at >= bindparam("minute_start", type_=UtcDateTime()),
             e.c.available_at <= bindparam("now", type_=UtcDateTime()),
             ~held,
             ~exists().where(i.c.active_entry_id == e.c.id),
@@ -126,7 +128,8 @@ def _status_sums_statement(with_payouts: bool) -> Any:
         *_month_sums(),
         _open_between("day", "first_day", "today"),
         _open_between("hour", "first_hour", "this_hour"),
-        _approved_this_hour(),
+        _open_between("minute", "first_minute", "this_minute"),
+        _approved_this_minute(),
     ).where(
         b.c.program_affiliate_id == bindparam("affiliate"),
         b.c.mode == bindparam("mode"),
@@ -155,7 +158,9 @@ class SqlLedgerReads:
             "today": today,
             "first_hour": f"{today} 00",
             "this_hour": now.strftime("%Y-%m-%d %H"),
-            "hour_start": now.replace(minute=0, second=0, microsecond=0),
+            "first_minute": now.strftime("%Y-%m-%d %H:00"),
+            "this_minute": now.strftime("%Y-%m-%d %H:%M"),
+            "minute_start": now.replace(second=0, microsecond=0),
             "now": now,
         }
         with database_errors():

@@ -398,23 +398,23 @@ commission_entries = Table(
     _mode_check(),
 )
 
-# A projection of the ledger, kept by database triggers (migration 0004): per affiliate, mode and
-# UTC month, day or hour of ``available_at``, the sum of the entries no live or succeeded payout holds,
-# split into those whose payment has an open dispute (``held_amount``) and the rest
-# (``open_amount``). A balance reads these rows instead of the affiliate's whole history; see
+# A projection of the ledger, kept by database triggers (migrations 0004, 0005): per affiliate,
+# mode and UTC month, day, hour or minute of ``available_at``, the sum of the entries no live or
+# succeeded payout holds, split into those whose payment has an open dispute (``held_amount``) and
+# the rest (``open_amount``). A balance reads these rows instead of the affiliate's whole history; see
 # :mod:`refcore_sqlstore.ledger`. Never written by the application.
 affiliate_balance_buckets = Table(
     "affiliate_balance_buckets",
     metadata,
     Column("program_affiliate_id", Id, primary_key=True),
     Column("mode", Text, primary_key=True),
-    # ``month``: ``YYYY-MM``; ``day``: ``YYYY-MM-DD``; ``hour``: ``YYYY-MM-DD HH`` (UTC), so text
-    # order is time order.
+    # ``month``: ``YYYY-MM``; ``day``: ``YYYY-MM-DD``; ``hour``: ``YYYY-MM-DD HH``; ``minute``:
+    # ``YYYY-MM-DD HH:MM`` (UTC), so text order is time order.
     Column("grain", Text, primary_key=True),
     Column("bucket", Text, primary_key=True),
     Column("open_amount", BigInteger, nullable=False),
     Column("held_amount", BigInteger, nullable=False),
-    CheckConstraint("grain IN ('month', 'day', 'hour')", name="grain"),
+    CheckConstraint("grain IN ('month', 'day', 'hour', 'minute')", name="grain"),
 )
 
 # -- events and webhooks ---------------------------------------------------------------------
@@ -529,7 +529,9 @@ payout_executions = Table(
     Column("live_program_affiliate_id", Id, nullable=True),
     UniqueConstraint("live_program_affiliate_id"),
     Index(None, "batch_id", "id"),
-    Index(None, "program_affiliate_id", "status", "id"),
+    # Ends in ``amount`` so that an affiliate's paid and in-flight sums (its balance) read the
+    # index alone, not one table row per payout (migration 0005).
+    Index(None, "program_affiliate_id", "status", "id", "amount"),
     Index(None, "program_id", "id"),
     CheckConstraint("amount > 0", name="positive_amount"),
 )

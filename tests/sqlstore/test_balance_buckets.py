@@ -1,11 +1,11 @@
-"""The balance projection (``affiliate_balance_buckets``, migration 0004) against a full ledger scan.
+"""The balance projection (``affiliate_balance_buckets``, migrations 0004, 0005) against a full ledger scan.
 
 The projection is kept by database triggers; a balance reads it instead of the affiliate's whole
 history. These tests show that, after any history of entries, dispute state changes and payout
 items held, released and deleted, the balance read from the projection equals the one derived
 from every entry (the query the store used before the projection, kept here as the oracle), at
-any moment, including the edges of a day and an hour; and that the migration's backfill of an
-existing ledger gives the same sums as the triggers do.
+any moment, including the edges of a day, an hour and a minute; and that the migrations' backfills
+of an existing ledger give the same sums as the triggers do.
 
 Each example runs in one transaction that is rolled back: the triggers and both reads run inside
 it, and the foreign keys, checked only at commit, never see the made-up parents.
@@ -166,6 +166,7 @@ class History:
         self.connection = connection
         self.entries: list[tuple[str, datetime]] = []
         self.items: list[str] = []
+        self.items_made = 0  # item IDs are never reused, even after an item is dropped
         self.active: dict[str, str] = {}  # item ID -> the entry it holds
         for payment_id in PAYMENTS:
             connection.execute(insert(payments).values(payment_row(payment_id)))
@@ -187,7 +188,8 @@ class History:
             return
         entry_id = self.entries[index % len(self.entries)][0]
         active = active and entry_id not in self.active.values()  # one live or paid item per entry
-        item_id = f"pit_{len(self.items)}"
+        item_id = f"pit_{self.items_made}"
+        self.items_made += 1
         self.connection.execute(insert(payout_items).values(item_row(item_id, entry_id, active)))
         self.items.append(item_id)
         if active:
@@ -279,8 +281,8 @@ def test_an_entry_becomes_approved_at_its_available_at_to_the_microsecond(connec
         transaction.rollback()
 
 
-def test_the_projection_keeps_one_row_per_day_and_hour_not_per_entry(connection: Connection) -> None:
-    """What makes the balance independent of volume: 200 entries in one hour are three rows."""
+def test_the_projection_keeps_one_row_per_bucket_not_per_entry(connection: Connection) -> None:
+    """What makes the balance independent of volume: 200 entries over four minutes are seven rows."""
     transaction = connection.begin()
     try:
         world = History(connection)
@@ -291,6 +293,10 @@ def test_the_projection_keeps_one_row_per_day_and_hour_not_per_entry(connection:
         assert sorted(tuple(row) for row in rows) == [
             ("day", "2026-01-01", 2000, 0),
             ("hour", "2026-01-01 00", 2000, 0),
+            ("minute", "2026-01-01 00:05", 600, 0),
+            ("minute", "2026-01-01 00:06", 600, 0),
+            ("minute", "2026-01-01 00:07", 600, 0),
+            ("minute", "2026-01-01 00:08", 200, 0),
             ("month", "2026-01", 2000, 0),
         ]
     finally:
@@ -335,6 +341,56 @@ def test_the_migration_backfills_an_existing_ledger_like_the_triggers(empty_data
             # From here on the triggers keep it: a dispute closing moves txn_b's entries back.
             world.disputes("txn_b", 0)
             world.check(BASE)
+            transaction.rollback()
+    finally:
+        engine.dispose()
+
+
+def _buckets(connection: Connection) -> list[tuple[Any, ...]]:
+    b = affiliate_balance_buckets
+    columns = (b.c.program_affiliate_id, b.c.mode, b.c.grain, b.c.bucket, b.c.open_amount, b.c.held_amount)
+    return sorted(tuple(row) for row in connection.execute(select(*columns)).all())
+
+
+def test_the_minute_migration_backfills_minutes_and_its_downgrade_restores_the_hour_projection(
+    empty_database_url: str,
+) -> None:
+    """Migration 0005 on a ledger kept at 0004: the minute rows it sums in give the balance a full
+    scan gives inside any minute, the triggers it replaces keep them from then on, and going back to
+    0004 leaves exactly the month, day and hour rows 0004's triggers would have kept."""
+    engine = create_store_engine(normalise_url(empty_database_url))
+    try:
+        with engine.connect() as connection:
+            transaction = connection.begin()
+            command.upgrade(alembic_config(connection), "0004_balance_buckets")
+            world = History(connection)
+            for n in range(60):
+                at = BASE + timedelta(minutes=7 * n - 200, seconds=n)
+                world.entry(
+                    AFFILIATES[n % 2], PAYMENTS[n % 3], 100 + n, at, Mode.LIVE if n % 5 else Mode.TEST
+                )
+            world.disputes("txn_b", 2)
+            for n in range(0, 60, 4):
+                world.item(n, active=n % 8 == 0)
+            kept_by_0004 = _buckets(connection)
+            assert {row[2] for row in kept_by_0004} == {"month", "day", "hour"}
+
+            command.upgrade(alembic_config(connection), "head")
+            assert {row[2] for row in _buckets(connection)} == {"month", "day", "hour", "minute"}
+            for minutes in (-201, -100, -3, 0, 1, 99, 250):
+                for seconds in (0, 30, 59):
+                    world.check(BASE + timedelta(minutes=minutes, seconds=seconds))
+            world.check(17)  # exactly an entry's available_at
+            world.disputes("txn_b", 0)  # the new triggers move the minute rows too
+            world.entry("pa_one", "txn_c", 555, BASE + timedelta(seconds=30), Mode.LIVE)
+            world.check(BASE + timedelta(seconds=30))
+            world.check(BASE + timedelta(seconds=29))
+
+            command.downgrade(alembic_config(connection), "0004_balance_buckets")
+            world.disputes("txn_b", 2)  # undo the two changes made at head, with 0004's triggers
+            world.entry("pa_one", "txn_c", -555, BASE + timedelta(seconds=30), Mode.LIVE)
+            restored = [row for row in _buckets(connection) if row[4] or row[5]]
+            assert restored == [row for row in kept_by_0004 if row[4] or row[5]]
             transaction.rollback()
     finally:
         engine.dispose()
