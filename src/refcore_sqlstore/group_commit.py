@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Connection, Engine, NestedTransaction
+from sqlalchemy import Connection, Engine
 
 from refcore.errors import ConcurrentWrite, InternalError
 from refcore_sqlstore.engine import SQLITE_BUSY_TIMEOUT_SECONDS
@@ -47,12 +47,43 @@ MAX_GROUP = 64
 _SOLO = threading.local()
 
 
+class Savepoint:
+    """One member's ``SAVEPOINT`` on its group's connection, sent as plain SQL.
+
+    SQLAlchemy's ``Connection.begin_nested()`` does the same, but compiles its ``SAVEPOINT``,
+    ``RELEASE`` and ``ROLLBACK TO`` statements anew on every call (they are never cached): under
+    callgrind that was 16 % of the instructions of a public capture's service call, in-process.
+    The group commit already owns the transaction around it, so the savepoint is three fixed
+    statements and one flag."""
+
+    def __init__(self, connection: Connection, name: str) -> None:
+        self._connection = connection
+        self._name = name
+        connection.exec_driver_sql(f"SAVEPOINT {name}")
+        #: Neither released nor rolled back yet.
+        self.is_active = True
+
+    def commit(self) -> None:
+        """Release the savepoint: its writes become part of the group's transaction."""
+        self._connection.exec_driver_sql(f"RELEASE SAVEPOINT {self._name}")
+        self.is_active = False
+
+    def rollback(self) -> None:
+        """Undo the savepoint's writes and end it (SQLite keeps a rolled-back savepoint open
+        until it is released)."""
+        self._connection.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {self._name}")
+        self._connection.exec_driver_sql(f"RELEASE SAVEPOINT {self._name}")
+        self.is_active = False
+
+
 class _Group:
     """One shared transaction and the writers that joined it."""
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.members = 0
+        #: Savepoints opened on it so far, which also names the next one.
+        self.savepoints = 0
         self.done = threading.Event()
         self.failure: BaseException | None = None
         #: A member's savepoint could not be ended cleanly: the group must not be committed.
@@ -184,18 +215,19 @@ class GroupCommit:
         finally:
             group.done.set()
 
-    def join(self) -> tuple[_Group, NestedTransaction]:
+    def join(self) -> tuple[_Group, Savepoint]:
         """Take the turn and open this writer's savepoint on the open group's connection."""
         self.take_turn()
         try:
             group = self.open_group()
+            group.savepoints += 1
             with database_errors():
-                return group, group.connection.begin_nested()
+                return group, Savepoint(group.connection, f"member_{group.savepoints}")
         except BaseException:
             self.finish_without_joining()
             raise
 
-    def leave(self, group: _Group, savepoint: NestedTransaction, *, keep: bool) -> None:
+    def leave(self, group: _Group, savepoint: Savepoint, *, keep: bool) -> None:
         """End this writer's savepoint, kept (released into the group) or rolled back, and its
         turn; when kept, return once the group is committed (see :meth:`finish`). A savepoint
         that cannot be ended cleanly breaks the group: nothing of it is committed, and its

@@ -17,11 +17,11 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Self
 
-from sqlalchemy import Connection, NestedTransaction
+from sqlalchemy import Connection
 
 from refcore.errors import InternalError
 from refcore_sqlstore.engine import READ_ONLY_BEGIN
-from refcore_sqlstore.group_commit import GroupCommit, _Group, group_commit
+from refcore_sqlstore.group_commit import GroupCommit, Savepoint, _Group, group_commit
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
 
@@ -42,7 +42,7 @@ class GroupCommitUnitOfWork(SqlUnitOfWork):
     are durable and visible to every connection when it returns. Writes after a commit wait for
     a new turn and join a new group, as they would begin a new transaction elsewhere."""
 
-    _membership: tuple[_Group, NestedTransaction] | None = None
+    _membership: tuple[_Group, Savepoint] | None = None
     _inside = False
 
     def __enter__(self) -> Self:

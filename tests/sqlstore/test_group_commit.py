@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import NestedTransaction, event
+from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
 from refcore.clocks import ManualClock
@@ -20,7 +20,7 @@ from refcore.errors import ConcurrentWrite, InternalError
 from refcore.models import Session, User
 from refcore.services.runtime import Runtime, Tx
 from refcore_sqlstore import SqlStore
-from refcore_sqlstore.group_commit import GroupCommit, group_commit
+from refcore_sqlstore.group_commit import GroupCommit, Savepoint, group_commit
 from tests.sqlstore.raw import count, engine_of
 from tests.stores import fresh_sqlite_store
 
@@ -269,15 +269,15 @@ def test_a_savepoint_that_cannot_be_released_breaks_its_group(
     """If a member's savepoint cannot be released, its writes may still sit in the shared
     transaction: the group is rolled back, not committed; its other members run again alone."""
     runtime = store.runtime(clock=ManualClock(NOW))
-    refused: list[NestedTransaction] = []
-    release = NestedTransaction.commit
+    refused: list[Savepoint] = []
+    release = Savepoint.commit
 
-    def commit_unless_refused(savepoint: NestedTransaction) -> None:
+    def commit_unless_refused(savepoint: Savepoint) -> None:
         if savepoint in refused:
-            raise OperationalError("RELEASE sa_savepoint", {}, sqlite3.OperationalError("disk I/O error"))
+            raise OperationalError("RELEASE member_2", {}, sqlite3.OperationalError("disk I/O error"))
         release(savepoint)
 
-    monkeypatch.setattr(NestedTransaction, "commit", commit_unless_refused)
+    monkeypatch.setattr(Savepoint, "commit", commit_unless_refused)
 
     def add_user(number: int, before_commit: Callable[[], object] = lambda: None) -> str:
         return _add_user_through_the_runtime(runtime, number, before_commit)
