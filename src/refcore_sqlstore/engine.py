@@ -14,6 +14,11 @@ lock sees what the previous lock holder committed.
 - ``PRAGMA cache_size`` of 1 MiB (SQLite's default is 2 MiB *per connection*; a busy pool of 30
   connections kept 60 MiB of duplicated pages, while the operating system caches the file once
   for all of them: measured in ``docs/performance.md``);
+- ``PRAGMA temp_store = MEMORY``: every writer runs in a savepoint (the group commit of
+  :mod:`refcore_sqlstore.group_commit`), and SQLite keeps a savepoint's journal of the pages it
+  changes in a temporary file otherwise, created and deleted once per write: a payment's ledger
+  entry insert (seven indexes, the balance triggers) took 237 microseconds with it and 79
+  without, in-process; the journal holds a few pages, and refcore makes no temporary tables;
 - the driver's own transaction handling switched off, and every transaction that may write
   opened with ``BEGIN IMMEDIATE``, which takes the write lock at once. A unit of work that reads
   and then writes can therefore never find that another process wrote in between; writers queue
@@ -69,6 +74,7 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolE
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+        cursor.execute("PRAGMA temp_store = MEMORY")
     finally:
         cursor.close()
 

@@ -186,7 +186,8 @@ def test_on_sqlite_a_unit_of_work_holds_the_write_lock_from_its_start() -> None:
         assert _can_take_the_write_lock(path)
 
 
-def test_on_sqlite_every_connection_has_wal_foreign_keys_and_a_busy_timeout() -> None:
+def test_on_sqlite_every_connection_has_wal_foreign_keys_a_busy_timeout_and_memory_temp_files() -> None:
+    """``temp_store = MEMORY`` (2): a writer's savepoint journal is not a file made per write."""
     with fresh_sqlite_store() as store:
         engine = engine_of(store)
         connections = [engine.connect() for _ in range(3)]
@@ -196,9 +197,9 @@ def test_on_sqlite_every_connection_has_wal_foreign_keys_and_a_busy_timeout() ->
                 assert driver is not None
                 settings = [
                     driver.execute(f"PRAGMA {name}").fetchone()[0]
-                    for name in ("journal_mode", "foreign_keys", "busy_timeout")
+                    for name in ("journal_mode", "foreign_keys", "busy_timeout", "temp_store")
                 ]
-                assert settings == ["wal", 1, int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)]
+                assert settings == ["wal", 1, int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000), 2]
         finally:
             for connection in connections:
                 connection.close()
