@@ -17,6 +17,7 @@ from refcore.ports import Clock, EventNotifier
 from refcore.services.runtime import NullNotifier, Runtime
 from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.group_commit import existing_group_commit
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
@@ -84,6 +85,9 @@ class SqlStore:
 
     def dispose(self) -> None:
         """Close every pooled connection. The store may be used again afterwards (it reconnects)."""
+        turns = existing_group_commit(self._engine)
+        if turns is not None:
+            turns.release_writer()
         self._engine.dispose()
 
     def __repr__(self) -> str:

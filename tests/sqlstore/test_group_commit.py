@@ -305,3 +305,56 @@ def test_a_write_rolled_back_behind_the_unit_of_works_back_is_never_reported_kep
             uow.commit()
     assert count(store, "users") == 0
     assert _write_user(store, 2) == 1  # the turn was given back
+
+
+def _driver_connections(store: SqlStore) -> list[object]:
+    """The driver connection of every unit of work's writes from now on, one per BEGIN."""
+    seen: list[object] = []
+    event.listen(
+        engine_of(store), "begin", lambda connection: seen.append(connection.connection.dbapi_connection)
+    )
+    return seen
+
+
+def test_groups_one_after_another_write_on_one_connection_kept_out_of_the_pool(store: SqlStore) -> None:
+    """The writer connection is not checked in and out around every group (a seventh of the
+    server's interpreter time); between groups it holds no transaction, so nothing is locked."""
+    engine = engine_of(store)
+    begun = _driver_connections(store)
+    assert [_write_user(store, number) for number in range(3)] == [1, 1, 1]
+    assert len(begun) == 3 and begun[0] is begun[1] is begun[2]
+    assert engine.pool.checkedout() == 1  # type: ignore[attr-defined]
+    writer = begun[0]
+    assert isinstance(writer, sqlite3.Connection) and not writer.in_transaction
+    other = sqlite3.connect(str(engine.url.database), timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the write lock is free between groups
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+def test_a_group_refused_at_commit_drops_its_connection_and_the_next_group_opens_another(
+    store: SqlStore,
+) -> None:
+    runtime = store.runtime(clock=ManualClock(NOW))
+    begun = _driver_connections(store)
+    assert _write_user(store, 0) == 1
+
+    def dangling_session(tx: Tx) -> None:
+        tx.uow.sessions.add(Session(id="ses_1", user_id="usr_nobody", token_digest="d", created_at=NOW))
+
+    with pytest.raises(InternalError):
+        runtime.transaction(dangling_session)
+    assert _write_user(store, 1) == 1
+    assert begun[0] is not begun[-1]
+    assert engine_of(store).pool.checkedout() == 1  # type: ignore[attr-defined]
+
+
+def test_disposing_the_store_gives_the_writer_connection_back(store: SqlStore) -> None:
+    engine = engine_of(store)
+    assert _write_user(store, 0) == 1
+    assert engine.pool.checkedout() == 1  # type: ignore[attr-defined]
+    store.dispose()
+    assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert _write_user(store, 1) == 1  # and writes again afterwards
