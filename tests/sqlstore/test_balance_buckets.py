@@ -13,7 +13,7 @@ it, and the foreign keys, checked only at commit, never see the made-up parents.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -221,6 +221,17 @@ class History:
         self.active.pop(item_id, None)
         self.connection.execute(delete(payout_items).where(payout_items.c.id == item_id))
 
+    def mixed_ledger(self, moment_of: Callable[[int], datetime]) -> None:
+        """Sixty entries of both affiliates and modes, entry ``n`` available at ``moment_of(n)``;
+        one payment's entries held by two open disputes; some entries in payout items, half of
+        those holding their entry: a ledger for a migration to sum into the projection."""
+        for n in range(60):
+            mode = Mode.LIVE if n % 5 else Mode.TEST
+            self.entry(AFFILIATES[n % 2], PAYMENTS[n % 3], 100 + n, moment_of(n), mode)
+        self.disputes("txn_b", 2)
+        for n in range(0, 60, 4):
+            self.item(n, active=n % 8 == 0)
+
     def moment(self, choice: datetime | int) -> datetime:
         """A generated moment, or exactly the ``available_at`` of an entry (the status's edge)."""
         if isinstance(choice, datetime):
@@ -317,14 +328,7 @@ def test_the_migration_backfills_an_existing_ledger_like_the_triggers(empty_data
             if postgresql_database:  # no deferred foreign-key events, which would block CREATE INDEX
                 connection.exec_driver_sql("SET LOCAL session_replication_role = replica")
             world = History(connection)
-            for n in range(60):
-                at = BASE + timedelta(hours=7 * n - 150, minutes=n)
-                world.entry(
-                    AFFILIATES[n % 2], PAYMENTS[n % 3], 100 + n, at, Mode.LIVE if n % 5 else Mode.TEST
-                )
-            world.disputes("txn_b", 2)
-            for n in range(0, 60, 4):
-                world.item(n, active=n % 8 == 0)
+            world.mixed_ledger(lambda n: BASE + timedelta(hours=7 * n - 150, minutes=n))
             if postgresql_database:
                 connection.exec_driver_sql("SET LOCAL session_replication_role = origin")
             command.upgrade(alembic_config(connection), "head")
@@ -364,14 +368,7 @@ def test_the_minute_migration_backfills_minutes_and_its_downgrade_restores_the_h
             transaction = connection.begin()
             command.upgrade(alembic_config(connection), "0004_balance_buckets")
             world = History(connection)
-            for n in range(60):
-                at = BASE + timedelta(minutes=7 * n - 200, seconds=n)
-                world.entry(
-                    AFFILIATES[n % 2], PAYMENTS[n % 3], 100 + n, at, Mode.LIVE if n % 5 else Mode.TEST
-                )
-            world.disputes("txn_b", 2)
-            for n in range(0, 60, 4):
-                world.item(n, active=n % 8 == 0)
+            world.mixed_ledger(lambda n: BASE + timedelta(minutes=7 * n - 200, seconds=n))
             kept_by_0004 = _buckets(connection)
             assert {row[2] for row in kept_by_0004} == {"month", "day", "hour"}
 
