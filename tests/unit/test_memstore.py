@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
+from attrs import evolve
 
 from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite, RefcoreError, ValidationError
 from refcore.models import CommissionEntry, EntryKind, Event, EventType, Mode, Organization, User
-from refcore.services.runtime import Runtime, Tx
+from refcore.services.runtime import Runtime, Tx, pause_before_retry
 from refcore_memstore import MemoryDatabase, MemoryUnitOfWork, memory_runtime
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -183,3 +184,31 @@ def test_runtime_runs_the_work_again_after_a_lost_race_then_gives_up() -> None:
     with pytest.raises(RefcoreError) as caught:
         rt.transaction(always)
     assert caught.value.code == "state_conflict"
+
+
+def test_runtime_pauses_a_random_and_growing_moment_before_each_retry() -> None:
+    """Collided transactions retried at once tend to collide again: each retry waits first."""
+    pauses: list[int] = []
+    rt: Runtime = evolve(memory_runtime(clock=ManualClock()), pause=pauses.append)
+
+    def always(tx: Tx) -> None:
+        raise ConcurrentWrite("lost a race")
+
+    with pytest.raises(RefcoreError):
+        rt.transaction(always)
+    assert pauses == list(range(7))  # eight attempts, a pause before each of the seven retries
+    assert rt.transaction(lambda tx: "first time") == "first time"
+    assert len(pauses) == 7  # no pause without a lost race
+
+
+def test_the_pause_before_a_retry_is_random_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr("refcore.services.runtime.time.sleep", slept.append)
+    for retry in range(7):
+        for _ in range(50):
+            pause_before_retry(retry)
+    for retry in range(7):
+        chunk = slept[retry * 50 : (retry + 1) * 50]
+        assert all(0 <= s <= 0.001 * 2**retry for s in chunk)
+        assert len(set(chunk)) > 1
+    assert max(slept[6 * 50 :]) > 0.001 * 2**5  # the bound really doubles

@@ -4,10 +4,15 @@
 the notifier about the events the work emitted. When a store reports a lost race
 (:class:`~refcore.errors.ConcurrentWrite`, e.g. two servers inserting the same payment ID), the
 work runs again from scratch and sees the winner's row, which turns a duplicate into a replay.
+Between attempts it pauses a random moment that doubles with each attempt: transactions that
+deadlocked or collided retried at once tend to meet again (four PostgreSQL servers racing
+refunds and disputes on six payments saw a request lose five immediate attempts in a row).
 """
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -20,7 +25,15 @@ from refcore.ports import Clock, EventNotifier, IdGenerator, UnitOfWork, UnitOfW
 
 T = TypeVar("T")
 
-_ATTEMPTS = 5
+_ATTEMPTS = 8
+#: The longest pause before the first retry, in seconds; it doubles for each later one (so at
+#: most 0.127 s in all before the request is refused).
+_FIRST_PAUSE_SECONDS = 0.001
+
+
+def pause_before_retry(retry: int) -> None:
+    """Sleep up to ``_FIRST_PAUSE_SECONDS * 2**retry`` (``retry`` counts from 0), at random."""
+    time.sleep(random.uniform(0, _FIRST_PAUSE_SECONDS * 2**retry))
 
 
 class NullNotifier:
@@ -64,9 +77,13 @@ class Runtime:
     #: Units of work for :meth:`read`, when the store has a cheaper read-only kind (SQLite
     #: begins them without taking the write lock); ``None`` uses ``unit_of_work``.
     read_unit_of_work: UnitOfWorkFactory | None = None
+    #: Called with the retry's number (0 for the first) before running the work again.
+    pause: Callable[[int], None] = pause_before_retry
 
     def transaction(self, work: Callable[[Tx], T]) -> T:
-        for _attempt in range(_ATTEMPTS):
+        for attempt in range(_ATTEMPTS):
+            if attempt:
+                self.pause(attempt - 1)
             try:
                 with self.unit_of_work() as uow:
                     tx = Tx(uow=uow, now=self.clock.now(), ids=self.ids)
