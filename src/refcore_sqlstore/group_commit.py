@@ -147,7 +147,7 @@ class GroupCommit:
                 try:
                     connection.begin()  # BEGIN IMMEDIATE (engine event)
                 except BaseException:
-                    self._drop_writer()
+                    self._forget_writer(invalidate=True)
                     raise
             self._group = _Group(connection)
         return self._group
@@ -164,10 +164,13 @@ class GroupCommit:
             self._writer = self._engine.connect()
         return self._writer
 
-    def _drop_writer(self) -> None:
+    def _forget_writer(self, *, invalidate: bool) -> None:
+        """Let the writer connection go: back to the pool, or discarded (``invalidate``) when its
+        state after a failure is unknown."""
         writer, self._writer = self._writer, None
         if writer is not None:
-            writer.invalidate()  # never pooled: its state after the failure is unknown
+            if invalidate:
+                writer.invalidate()
             writer.close()
 
     def release_writer(self) -> None:
@@ -176,9 +179,7 @@ class GroupCommit:
         self.take_turn()
         try:
             self._commit_group()
-            writer, self._writer = self._writer, None
-            if writer is not None:
-                writer.close()
+            self._forget_writer(invalidate=False)
         finally:
             self._pass_turn()
 
@@ -238,7 +239,7 @@ class GroupCommit:
                         group.connection.rollback()
                 except BaseException:
                     # A refused COMMIT can leave SQLite's transaction open: never reuse it.
-                    self._drop_writer()
+                    self._forget_writer(invalidate=True)
                     raise
         except BaseException as exc:
             group.failure = exc
