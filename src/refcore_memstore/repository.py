@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from refcore.errors import ConcurrentWrite
@@ -69,6 +69,10 @@ class MemoryRepository(Generic[M]):
             raise ConcurrentWrite(f"duplicate id {id}")
         self._check_unique(item)
         self._staged[id] = item
+
+    def add_all(self, items: Sequence[M]) -> None:
+        for item in items:
+            self.add(item)
 
     def replace(self, item: M) -> None:
         if self._append_only:

@@ -8,7 +8,7 @@ one the services run is backed by an index ending in ``id`` (see :mod:`refcore_s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, Select
@@ -86,6 +86,15 @@ class SqlRepository(Generic[M]):
     def add(self, item: M) -> None:
         with database_errors():
             self._connection.execute(self._statements.insert, self._mapper.to_row(item))
+
+    def add_all(self, items: Sequence[M]) -> None:
+        """One ``executemany`` of the table's insert (the driver runs the prepared statement once
+        per row, without a round of SQLAlchemy's execution path each)."""
+        if not items:
+            return
+        rows = [self._mapper.to_row(item) for item in items]
+        with database_errors():
+            self._connection.execute(self._statements.insert, rows)
 
     def replace(self, item: M) -> None:
         """Write ``item`` over its row. When this unit of work read the row, only the columns

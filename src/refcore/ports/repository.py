@@ -6,7 +6,7 @@ index. Ordering is by ID, and IDs are time-ordered, so "newest first" is "highes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
 M = TypeVar("M")
@@ -16,6 +16,11 @@ class Repository(Protocol[M]):
     def add(self, item: M) -> None:
         """Stage a new record. A unique-key clash raises :class:`refcore.errors.ConcurrentWrite`
         (at once or at commit), and the service retries its unit of work."""
+        ...
+
+    def add_all(self, items: Sequence[M]) -> None:
+        """Stage several new records at once, as ``add`` does each (one statement for them all
+        where the store can: many captures recorded together cost one insert, not one each)."""
         ...
 
     def get(self, id: str, *, for_update: bool = False) -> M | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from attrs import frozen
 
 from refcore.errors import FieldNotAllowed, NotFound, PromotionCodeNotAllowed, ValidationError
-from refcore.models import Click, Customer, EventType, Mode, Referral
+from refcore.models import Click, Customer, EventType, Link, Mode, Referral
 from refcore.representation import JsonObject, represent
 from refcore.rules.attribution import click_within_window, may_attribute
 from refcore.services.access import require_activity
@@ -27,41 +28,92 @@ class CaptureRequest:
     visitor_user_agent: str | None = None
 
 
-def capture(rt: Runtime, request: CaptureRequest, *, scope: Scope | None) -> Click:
-    """Record a click on a link.
+@frozen
+class PendingCapture:
+    """A capture that passed validation and waits to be recorded, alone or with others."""
+
+    code: str
+    mode: Mode
+    #: The key's App, whose links alone it may capture; ``None`` for public browser capture.
+    app_id: str | None
+    page: str | None
+    referrer: str | None
+    visitor_ip: str | None
+    visitor_user_agent: str | None
+
+
+def check_capture(request: CaptureRequest, *, scope: Scope | None) -> PendingCapture:
+    """Validate a capture without touching the store (``400`` before anything is written).
 
     With a key (``scope``) the link must belong to the key's App and the click has the key's mode.
-    Without one (public browser capture) the click is Live and visitor metadata must come from the HTTP
-    request, so the caller passes it in ``request`` only after taking it from the connection.
+    Without one (public browser capture) the click is Live and visitor metadata must come from the
+    HTTP request, so the caller passes it in ``request`` only after taking it from the connection.
     """
-    code = require_text(request.via, param="via", max_length=64).lower()
-    page = optional_text(request.page, param="page", max_length=MAX_URL)
-    referrer = optional_text(request.referrer, param="referrer", max_length=MAX_URL)
-    ip = optional_text(request.visitor_ip, param="visitor_ip", max_length=64)
-    agent = optional_text(request.visitor_user_agent, param="visitor_user_agent", max_length=1024)
-    mode = Mode.LIVE if scope is None else scope.mode
+    return PendingCapture(
+        code=require_text(request.via, param="via", max_length=64).lower(),
+        mode=Mode.LIVE if scope is None else scope.mode,
+        app_id=None if scope is None else scope.app_id,
+        page=optional_text(request.page, param="page", max_length=MAX_URL),
+        referrer=optional_text(request.referrer, param="referrer", max_length=MAX_URL),
+        visitor_ip=optional_text(request.visitor_ip, param="visitor_ip", max_length=64),
+        visitor_user_agent=optional_text(
+            request.visitor_user_agent, param="visitor_user_agent", max_length=1024
+        ),
+    )
 
-    def work(tx: Tx) -> Click:
-        link = tx.uow.links.find_one({"code": code})
-        if link is None or link.deleted_at is not None or (scope is not None and link.app_id != scope.app_id):
-            raise NotFound.of("link", code)
-        click = Click(
-            id=tx.new_id("clk"),
-            app_id=link.app_id,
-            mode=mode,
-            program_id=link.program_id,
-            program_affiliate_id=link.program_affiliate_id,
-            link_id=link.id,
-            created_at=tx.now,
-            page=page,
-            referrer=referrer,
-            visitor_ip=ip,
-            visitor_user_agent=agent,
-        )
-        tx.uow.clicks.add(click)
-        return click
+
+def record_captures(rt: Runtime, captures: Sequence[PendingCapture]) -> list[Click | NotFound]:
+    """Record many captures in one unit of work: each one's click, or ``link_not_found`` for it.
+
+    A click is one row that nothing else reads in the same request, so what costs is everything
+    around that row: the unit of work, the link lookup, the commit. Recording the captures that
+    arrive together in one unit of work pays those once for all of them (each distinct link is
+    read once, the clicks are inserted by one statement), and every capture still gets its own
+    answer only after the commit. An unknown link fails its own capture and nobody else's.
+    """
+
+    def work(tx: Tx) -> list[Click | NotFound]:
+        links: dict[str, Link | None] = {}
+        outcomes: list[Click | NotFound] = []
+        clicks: list[Click] = []
+        for pending in captures:
+            if pending.code not in links:
+                links[pending.code] = tx.uow.links.find_one({"code": pending.code})
+            link = links[pending.code]
+            if (
+                link is None
+                or link.deleted_at is not None
+                or (pending.app_id is not None and link.app_id != pending.app_id)
+            ):
+                outcomes.append(NotFound.of("link", pending.code))
+                continue
+            click = Click(
+                id=tx.new_id("clk"),
+                app_id=link.app_id,
+                mode=pending.mode,
+                program_id=link.program_id,
+                program_affiliate_id=link.program_affiliate_id,
+                link_id=link.id,
+                created_at=tx.now,
+                page=pending.page,
+                referrer=pending.referrer,
+                visitor_ip=pending.visitor_ip,
+                visitor_user_agent=pending.visitor_user_agent,
+            )
+            clicks.append(click)
+            outcomes.append(click)
+        tx.uow.clicks.add_all(clicks)
+        return outcomes
 
     return rt.transaction(work)
+
+
+def capture(rt: Runtime, request: CaptureRequest, *, scope: Scope | None) -> Click:
+    """Record a click on a link (see :func:`check_capture`): a batch of one."""
+    (outcome,) = record_captures(rt, [check_capture(request, scope=scope)])
+    if isinstance(outcome, NotFound):
+        raise outcome
+    return outcome
 
 
 def reject_public_visitor_fields(body: dict[str, Any]) -> None:
