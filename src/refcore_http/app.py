@@ -7,6 +7,7 @@ An area joins the API by adding its ``ROUTES`` to :data:`AREAS`; the routes, the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from itertools import chain
 
 from starlette.applications import Starlette
@@ -14,6 +15,8 @@ from starlette.exceptions import HTTPException
 
 from refcore.ports import EventOutbox
 from refcore.services.runtime import Runtime
+from refcore.services.tracking import record_captures
+from refcore_http.capture_batches import CaptureBatches
 from refcore_http.dispatch import Context, build_routes
 from refcore_http.endpoints import Api, Endpoint
 from refcore_http.errors import http_exception_handler, unhandled_exception_handler
@@ -74,8 +77,13 @@ def create_app(
     settings = settings or Settings()
     require_secret_key(settings)
     api = describe(all_endpoints(extra))
+    workers = worker_threads(settings.worker_threads)
     context = Context(
-        runtime=runtime, settings=settings, api=api, workers=worker_threads(settings.worker_threads)
+        runtime=runtime,
+        settings=settings,
+        api=api,
+        workers=workers,
+        capture_batches=CaptureBatches(partial(record_captures, runtime), workers),
     )
     app = Starlette(
         routes=build_routes(api.endpoints, context),

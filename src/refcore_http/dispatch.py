@@ -5,6 +5,8 @@ Pipeline: authenticate (``401``/``403``), parse the query (``400``), read and st
 because the core is synchronous and must not block the event loop. Authentication reads the
 database, so it runs in that same worker thread, just before the handler: one thread hop per
 request rather than two (each hop is a thread wake-up, a large share of a short request's CPU).
+A loop handler (``async def``, public capture) runs on the loop after authentication, which then
+takes a hop of its own only when a credential was sent.
 The query and body are parsed on the loop before that hop; a parse error is held back until
 authentication passed, so the answer stays the one of the pipeline's order (a bad credential is
 ``401`` whatever the body).
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from attrs import frozen
 from starlette.requests import Request
@@ -29,10 +31,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from refcore.errors import RefcoreError, ValidationError
+from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from refcore_http.auth import credential_of, principal_of
 from refcore_http.bodies import decode_object, read_body, structure
-from refcore_http.endpoints import Api, Call, Endpoint, Reply
+from refcore_http.capture_batches import CaptureBatches
+from refcore_http.endpoints import Api, Call, Endpoint, Handler, LoopHandler, Reply
 from refcore_http.errors import internal_error_response, refcore_error_response
 from refcore_http.queries import parse_query
 from refcore_http.settings import Settings
@@ -50,6 +54,7 @@ class Context:
     settings: Settings
     api: Api
     workers: WorkerThreads
+    capture_batches: CaptureBatches
 
 
 async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> tuple[Any, frozenset[str]]:
@@ -113,14 +118,13 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
         params = dict(request.path_params)
         visitor = visitor_of(request, context.settings.trusted_proxies)
 
-        def run() -> Reply:
-            # Authentication first, in this same worker thread (one hop per request).
-            principal = None
-            if credential is not None:
-                principal = principal_of(context.runtime, endpoint.access, credential)
+        def authenticate() -> Principal | None:
+            return None if credential is None else principal_of(context.runtime, endpoint.access, credential)
+
+        def call_as(principal: Principal | None) -> Call:
             if parse_error is not None:
                 raise parse_error
-            call = Call(
+            return Call(
                 runtime=context.runtime,
                 settings=context.settings,
                 api=context.api,
@@ -130,12 +134,19 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
                 body=body,
                 sent=sent,
                 visitor=visitor,
+                capture_batches=context.capture_batches,
                 headers=request.headers,
                 raw_body=raw_body,
             )
-            return endpoint.handler(call)
 
-        response = _render(await context.workers.run(run))
+        if endpoint.runs_on_loop:
+            principal = None if credential is None else await context.workers.run(authenticate)
+            reply = await cast(LoopHandler, endpoint.handler)(call_as(principal))
+        else:
+            # Authentication first, in the handler's own worker thread (one hop per request).
+            handler = cast(Handler, endpoint.handler)
+            reply = await context.workers.run(lambda: handler(call_as(authenticate())))
+        response = _render(reply)
     except RefcoreError as exc:
         response = refcore_error_response(exc)
     except Exception as exc:

@@ -8,13 +8,17 @@ line there.
 
 Handlers are plain synchronous functions ``(Call) -> Reply``. The dispatcher runs them in a worker
 thread, because every core service is synchronous (it may wait on a database) and must never block
-the event loop.
+the event loop. A handler that is a coroutine function (``async def``) runs on the event loop
+instead, after authentication: it must not block, and reaches the store only through awaitables
+that do their work in worker threads (public capture awaits :mod:`refcore_http.capture_batches`,
+and saves the thread hop of every request that has no key to authenticate).
 """
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
@@ -25,6 +29,7 @@ from refcore.services.principal import Principal, PrincipalKind
 from refcore.services.runtime import Runtime
 
 if TYPE_CHECKING:
+    from refcore_http.capture_batches import CaptureBatches
     from refcore_http.settings import Settings
 
 _PATH_PARAM = re.compile(r":([A-Za-z_][A-Za-z0-9_]*)")
@@ -145,6 +150,8 @@ class Call:
     #: Top-level body fields the caller actually sent (PATCH changes only these).
     sent: frozenset[str]
     visitor: Visitor
+    #: Where loop handlers send captures to be recorded together.
+    capture_batches: CaptureBatches
     #: The request headers, case-insensitive (``Idempotency-Key`` of payout reports).
     headers: Mapping[str, str] = field(factory=dict)
     #: The exact request bytes, for endpoints with ``raw_body`` (signed payloads); else empty.
@@ -177,6 +184,8 @@ def created(body: JsonObject) -> Reply:
 
 
 Handler = Callable[[Call], Reply]
+#: Runs on the event loop (see the module docstring).
+LoopHandler = Callable[[Call], Awaitable[Reply]]
 
 
 @frozen
@@ -185,7 +194,7 @@ class Endpoint:
     #: As in the interface: ``/v1/programs/:id``.
     path: str
     summary: str
-    handler: Handler
+    handler: Handler | LoopHandler
     access: Access
     output: Output
     #: An attrs class the JSON body is structured into; ``None``: no payload (empty body or ``{}``).
@@ -200,6 +209,10 @@ class Endpoint:
     raw_body: bool = False
     #: The media types a ``raw_body`` endpoint documents (an image upload); default JSON.
     raw_media_types: tuple[str, ...] = ()
+
+    @property
+    def runs_on_loop(self) -> bool:
+        return inspect.iscoroutinefunction(self.handler)
 
     @property
     def path_params(self) -> tuple[str, ...]:

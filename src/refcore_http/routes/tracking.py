@@ -10,7 +10,7 @@ from refcore.services.access import activity_scope
 from refcore.services.tracking import (
     CaptureRequest,
     IdentifyRequest,
-    capture,
+    check_capture,
     identify,
     reject_public_visitor_fields,
 )
@@ -64,8 +64,11 @@ class IdentifyBody:
     )
 
 
-def capture_click(call: Call) -> Reply:
-    """Public (no key): a Live click, visitor from the connection. With a key: the key's App and mode."""
+async def capture_click(call: Call) -> Reply:
+    """Public (no key): a Live click, visitor from the connection. With a key: the key's App and mode.
+
+    Runs on the event loop: the capture waits there to be recorded with the others arriving at
+    the same time (:mod:`refcore_http.capture_batches`)."""
     body: CaptureBody = call.body
     if call.principal is None:
         reject_public_visitor_fields(dict.fromkeys(call.sent))
@@ -76,7 +79,7 @@ def capture_click(call: Call) -> Reply:
             visitor_ip=call.visitor.ip,
             visitor_user_agent=call.visitor.user_agent,
         )
-        click = capture(call.runtime, request, scope=None)
+        pending = check_capture(request, scope=None)
     else:
         request = CaptureRequest(
             via=body.via,
@@ -85,7 +88,8 @@ def capture_click(call: Call) -> Reply:
             visitor_ip=body.visitor_ip,
             visitor_user_agent=body.visitor_user_agent,
         )
-        click = capture(call.runtime, request, scope=activity_scope(call.principal))
+        pending = check_capture(request, scope=activity_scope(call.principal))
+    click = await call.capture_batches.record(pending)
     return created({"click_id": click.id, "livemode": click.mode.livemode})
 
 
