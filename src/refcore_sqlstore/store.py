@@ -20,6 +20,7 @@ from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import existing_group_commit
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
+from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 
@@ -62,10 +63,12 @@ class SqlStore:
         return SqlUnitOfWork(self._engine)
 
     def read_unit_of_work(self) -> SqlUnitOfWork:
-        """A unit of work for reads only (nothing is committed): deferred on SQLite."""
+        """A unit of work for reads only: deferred on SQLite (no write lock); on PostgreSQL a
+        ``READ ONLY`` transaction ended by ``COMMIT``, which keeps psycopg's prepared statements
+        (see :mod:`refcore_sqlstore.postgres_reads`)."""
         if self.dialect == "sqlite":
             return ReadOnlyUnitOfWork(self._engine)
-        return SqlUnitOfWork(self._engine)
+        return PostgresReadUnitOfWork(self._engine)
 
     def runtime(self, clock: Clock | None = None, notifier: EventNotifier | None = None) -> Runtime:
         """A :class:`~refcore.services.runtime.Runtime` whose units of work run on this database."""

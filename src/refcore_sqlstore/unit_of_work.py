@@ -168,9 +168,13 @@ class SqlUnitOfWork:
         self._engine = engine
         self._connection: Connection | None = None
 
+    def _connect(self) -> Connection:
+        """A connection from the pool; subclasses set options on it before its transaction."""
+        return self._engine.connect()
+
     def __enter__(self) -> Self:
         with database_errors():
-            connection = self._engine.connect()
+            connection = self._connect()
             try:
                 connection.begin()
             except BaseException:

@@ -6,11 +6,13 @@ half-open time range, over records built through the services.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from refcore.clocks import ManualClock
+from refcore.errors import InternalError
 from refcore.models import Click, EntryKind, Mode
 from refcore.ports.metrics import Period
 from refcore.services import affiliates
@@ -108,20 +110,35 @@ def test_metrics_see_the_unit_of_works_own_writes(world: World) -> None:
     _activity(world)
     live = {"app_id": world.app.id, "mode": Mode.LIVE}
 
-    def work(tx: Tx) -> tuple[int, int]:
-        before = tx.uow.metrics().count("clicks", live)
-        tx.uow.clicks.add(
-            Click(
-                id=tx.new_id("clk"),
-                app_id=world.app.id,
-                mode=Mode.LIVE,
-                program_id=world.program.id,
-                program_affiliate_id=world.affiliate.id,
-                link_id=world.link.id,
-                created_at=tx.now,
-            )
-        )
-        return before, tx.uow.metrics().count("clicks", live)
+    with world.rt.unit_of_work() as uow:
+        before = uow.metrics().count("clicks", live)
+        uow.clicks.add(_click(world, world.rt.ids.new("clk")))
+        assert (before, uow.metrics().count("clicks", live)) == (3, 4)
+    assert _count(world, "clicks", live) == 3  # never committed
 
-    assert world.rt.read(work) == (3, 4)
-    assert _count(world, "clicks", live) == 3  # read() never commits
+
+def test_runtime_read_never_keeps_a_write(world: World) -> None:
+    """``Runtime.read`` is for reads: a write inside it is refused (PostgreSQL runs it in a
+    ``READ ONLY`` transaction) or discarded (the other stores), never kept."""
+    _activity(world)
+    live = {"app_id": world.app.id, "mode": Mode.LIVE}
+    clicks_before = _count(world, "clicks", live)
+
+    def write(tx: Tx) -> None:
+        tx.uow.clicks.add(_click(world, tx.new_id("clk")))
+
+    with contextlib.suppress(InternalError):
+        world.rt.read(write)
+    assert _count(world, "clicks", live) == clicks_before
+
+
+def _click(world: World, id: str) -> Click:
+    return Click(
+        id=id,
+        app_id=world.app.id,
+        mode=Mode.LIVE,
+        program_id=world.program.id,
+        program_affiliate_id=world.affiliate.id,
+        link_id=world.link.id,
+        created_at=world.clock.now(),
+    )
