@@ -44,10 +44,13 @@ def postgres_version() -> str:
             row = conn.execute("SHOW server_version").fetchone()
             sync = conn.execute("SHOW synchronous_commit").fetchone()
             buffers = conn.execute("SHOW shared_buffers").fetchone()
+            autovacuum = conn.execute("SHOW autovacuum").fetchone()
     except psycopg.Error:
         return "not reachable"
-    assert row is not None and sync is not None and buffers is not None
-    return f"{row[0]} (synchronous_commit={sync[0]}, shared_buffers={buffers[0]})"
+    assert row is not None and sync is not None and buffers is not None and autovacuum is not None
+    return (
+        f"{row[0]} (synchronous_commit={sync[0]}, shared_buffers={buffers[0]}, autovacuum={autovacuum[0]})"
+    )
 
 
 def uvicorn_stack() -> str:
