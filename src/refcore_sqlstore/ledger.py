@@ -25,7 +25,8 @@ compares the projection with a full scan of the ledger after random histories.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -141,6 +142,26 @@ def _status_sums_statement(with_payouts: bool) -> Any:
 _STATUS_SUMS = {Mode.LIVE: _status_sums_statement(True), Mode.TEST: _status_sums_statement(False)}
 
 
+@contextmanager
+def _generic_plan(connection: Connection) -> Iterator[None]:
+    """On PostgreSQL, run the statements inside with the generic plan of their prepared statement.
+
+    The balance's sums are range lookups on the affiliate's own key, whose best plan is the same
+    for every affiliate and every moment, but PostgreSQL estimates the generic plan of their range
+    conditions pessimistically and so plans the statement anew on every call (a custom plan):
+    0.74 ms of planning for about 0.5 ms of work. Forced generic, the balance read took 0.84 ms
+    instead of 2.11 (``bench/notes.md``). ``SET LOCAL`` ends with the transaction; it is put back
+    at once so that nothing else in the unit of work is planned differently."""
+    if connection.dialect.name != "postgresql":
+        yield
+        return
+    connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+    try:
+        yield
+    finally:
+        connection.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
+
+
 class SqlLedgerReads:
     """Implements :class:`refcore.ports.ledger.LedgerReads` inside one unit of work's connection."""
 
@@ -163,7 +184,7 @@ class SqlLedgerReads:
             "minute_start": now.replace(second=0, microsecond=0),
             "now": now,
         }
-        with database_errors():
+        with database_errors(), _generic_plan(self._connection):
             row = self._connection.execute(_STATUS_SUMS[mode], parameters).one()
         paid, processing, held, open_total, *approved_parts = (int(value or 0) for value in row)
         approved = sum(approved_parts)

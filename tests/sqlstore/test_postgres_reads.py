@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from refcore.clocks import ManualClock
 from refcore.errors import InternalError
-from refcore.models import Organization
+from refcore.models import Mode, Organization
 from refcore.services import tenancy
 from refcore.services.runtime import Runtime, Tx
 from refcore_sqlstore import SqlStore
@@ -71,3 +71,33 @@ def test_the_connection_goes_back_to_the_pool_writable(store: SqlStore, runtime:
     assert principal.user_id is not None
     with store._engine.connect() as connection:
         assert connection.execute(text("SHOW transaction_read_only")).scalar() == "off"
+
+
+def test_a_balances_sums_run_on_their_generic_plan_and_nothing_after_them_does(
+    store: SqlStore, runtime: Runtime
+) -> None:
+    """The sums are planned once (``ledger._generic_plan``); PostgreSQL alone would plan them
+    anew on every call, and the statements after them in the unit of work keep the default."""
+
+    def balance_then_setting(tx: Tx) -> str:
+        tx.uow.ledger().status_sums("aff_nobody", Mode.LIVE, tx.now)
+        return str(store_connection(tx).execute(text("SHOW plan_cache_mode")).scalar())
+
+    settings = [runtime.read(balance_then_setting) for _ in range(8)]
+
+    assert set(settings) == {"auto"}
+    with store._engine.connect() as connection:
+        plans = connection.execute(
+            text(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE '%affiliate_balance_buckets%'"
+            )
+        ).one()
+    assert plans.custom_plans == 0 and plans.generic_plans > 0
+
+
+def store_connection(tx: Tx) -> Connection:
+    """The SQL connection under a unit of work of the SQL store."""
+    connection = tx.uow._connection  # type: ignore[attr-defined]
+    assert isinstance(connection, Connection)
+    return connection
