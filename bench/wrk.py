@@ -44,14 +44,14 @@ def lua_string(text: str) -> str:
     return f'"{escaped}"'
 
 
-_PLACEHOLDER = re.compile(r"\{(uid|pool:[a-z_]+)\}")
+PLACEHOLDER = re.compile(r"\{(uid|pool:[a-z_]+)\}")
 
 
 def lua_concat(template: str) -> str:
     """``'{"id":"p_{uid}","c":"{pool:customers}"}'`` as a Lua expression building the string."""
     parts: list[str] = []
     position = 0
-    for match in _PLACEHOLDER.finditer(template):
+    for match in PLACEHOLDER.finditer(template):
         if match.start() > position:
             parts.append(lua_string(template[position : match.start()]))
         name = match.group(1)

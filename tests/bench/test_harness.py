@@ -107,3 +107,24 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
     report = output.read_text()
     assert "| SQLite | payment (POST /v1/transactions) |" in report
     assert "## Scaling" in report and "## Targets" in report
+
+
+def test_instruction_counts_fill_placeholders_as_the_wrk_script_does(tmp_path: Path) -> None:
+    from bench.instructions import fill
+
+    pools = {"customers": ["rcus_a", "rcus_b"]}
+    template = '{"payment_id":"pay-{uid}","customer_id":"{pool:customers}"}'
+    assert fill(template, uid="r1-7", pools=pools, n=7) == '{"payment_id":"pay-r1-7","customer_id":"rcus_b"}'
+    assert fill(template, uid="r1-8", pools=pools, n=8) == '{"payment_id":"pay-r1-8","customer_id":"rcus_a"}'
+    assert fill("/v1/commissions?limit=25", uid="x", pools={}, n=0) == "/v1/commissions?limit=25"
+
+
+def test_instruction_counts_read_the_totals_line_of_a_callgrind_dump(tmp_path: Path) -> None:
+    from bench.instructions import callgrind_totals
+
+    dump = tmp_path / "cg.out.3"
+    dump.write_text("# callgrind format\nversion: 1\nevents: Ir\nfn=(1) main\n5 10\n\ntotals: 1234567\n")
+    assert callgrind_totals(dump) == 1234567
+    (tmp_path / "empty").write_text("events: Ir\n")
+    with pytest.raises(ValueError, match="no totals"):
+        callgrind_totals(tmp_path / "empty")
