@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import cast
+
+import pytest
 
 from refcore.clocks import ManualClock
 from refcore.crypto import SecretBox
 from refcore.models import DeliveryStatus, Event
 from refcore.services import webhooks as webhook_service
-from refcore_http.webhooks.delivery import Deliverer
-from refcore_http.webhooks.dispatcher import LEASE_SECONDS, WebhookDispatcher
+from refcore.services.runtime import Runtime
+from refcore_http.webhooks.delivery import Deliverer, Outcome
+from refcore_http.webhooks.dispatcher import CLAIM_BATCH, CONCURRENCY, LEASE_SECONDS, WebhookDispatcher
 from refcore_memstore import MemoryDatabase, MemoryOutbox, memory_runtime
 from tests.contract.scenario import World
 from tests.webhooks.conftest import SECRET_KEY, run
@@ -152,8 +156,8 @@ def test_two_dispatchers_on_one_store_deliver_each_event_exactly_once(
         world.add_affiliate()
     produce_every_event(world)
     due = [e.id for e in _events(world) if e.created_at >= configured.endpoint.created_at]
-    first = WebhookDispatcher(world.rt, MemoryOutbox(database), box, deliverer, concurrency=3)
-    second = WebhookDispatcher(world.rt, MemoryOutbox(database), box, deliverer, concurrency=3)
+    first = WebhookDispatcher(world.rt, MemoryOutbox(database), box, deliverer, concurrency=3, claim_batch=3)
+    second = WebhookDispatcher(world.rt, MemoryOutbox(database), box, deliverer, concurrency=3, claim_batch=3)
 
     async def both() -> None:
         await asyncio.gather(first.drain(), second.drain())
@@ -250,3 +254,88 @@ def test_concurrent_commits_share_wake_ups_and_none_is_lost(
 
     assert run(scenario()) == (True,) * 5
     assert _types_received(receiver) == ["affiliate.created"] * 16
+
+
+class RecordingOutbox(CountingOutbox):
+    """Also keeps the limit of every claim and the IDs of every batch closed without a request."""
+
+    def __init__(self, database: MemoryDatabase) -> None:
+        super().__init__(database)
+        self.limits: list[int] = []
+        self.closed_batches: list[list[str]] = []
+
+    def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
+        self.limits.append(limit)
+        return super().claim(now=now, limit=limit, lease_seconds=lease_seconds)
+
+    def mark_all_delivered(self, event_ids: Sequence[str], *, now: datetime) -> None:
+        self.closed_batches.append(list(event_ids))
+        super().mark_all_delivered(event_ids, now=now)
+
+
+def test_one_pass_claims_a_whole_claim_batch_and_closes_its_quiet_events_in_one_batch(
+    world: World, box: SecretBox, database: MemoryDatabase, deliverer: Deliverer
+) -> None:
+    """A pass costs three units of work whatever it claims: passes of ``concurrency`` (8)
+    events made the outbox as busy as the payments that filled it."""
+    for _ in range(20):
+        world.add_affiliate()
+    undelivered = [e.id for e in _events(world) if e.delivered_at is None]
+    assert len(undelivered) > 2 * CONCURRENCY
+    outbox = RecordingOutbox(database)
+    dispatcher = WebhookDispatcher(world.rt, outbox, box, deliverer)
+
+    assert run(dispatcher.run_once()) == len(undelivered)
+
+    assert outbox.limits == [CLAIM_BATCH]
+    assert [sorted(batch) for batch in outbox.closed_batches] == [sorted(undelivered)]
+    assert all(e.delivered_at is not None for e in _events(world))
+
+
+class GatedDeliverer:
+    """Answers every request with a success after a short wait, counting those in flight."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.sent = 0
+
+    async def deliver(self, url: str, body: bytes, headers: Mapping[str, str]) -> Outcome:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.01)
+        finally:
+            self.in_flight -= 1
+        self.sent += 1
+        return Outcome(succeeded=True, duration_ms=10, http_status=200)
+
+
+def test_a_pass_claiming_more_events_than_concurrency_sends_at_most_concurrency_requests_at_once(
+    world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase
+) -> None:
+    configure(world, box, receiver.url("/ok"))
+    for _ in range(12):
+        world.add_affiliate()
+    gated = GatedDeliverer()
+    dispatcher = WebhookDispatcher(
+        world.rt, MemoryOutbox(database), box, cast(Deliverer, gated), concurrency=3, claim_batch=15
+    )
+
+    run(dispatcher.run_once())
+
+    assert gated.sent == 12
+    assert gated.most_in_flight == 3
+    assert len(deliveries(world)) == 12
+
+
+def test_a_lease_that_a_pass_of_attempts_could_outlast_is_refused(
+    rt: Runtime, database: MemoryDatabase, box: SecretBox, deliverer: Deliverer
+) -> None:
+    """64 events, 8 at a time, 3 s each: the last attempt may start 21 s after the claim, and
+    past its lease another dispatcher could claim and send that event a second time."""
+    with pytest.raises(ValueError, match="lease_seconds"):
+        WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, lease_seconds=24, claim_batch=64)
+    with pytest.raises(ValueError, match="at least 1"):
+        WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, claim_batch=0)
+    assert WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, lease_seconds=25, claim_batch=64)
