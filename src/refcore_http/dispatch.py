@@ -9,7 +9,8 @@ A loop handler (``async def``, public capture) runs on the loop after authentica
 takes a hop of its own only when a credential was sent.
 The query and body are parsed on the loop before that hop; a parse error is held back until
 authentication passed, so the answer stays the one of the pipeline's order (a bad credential is
-``401`` whatever the body).
+``401`` whatever the body). A ``GET`` authenticates and reads in one read-only unit of work
+(:meth:`~refcore.services.runtime.Runtime.shared_read`) instead of one each.
 
 A :class:`~refcore.errors.RefcoreError` becomes its status and envelope; any other exception
 is logged and answered ``500 internal_error`` with no details.
@@ -145,7 +146,15 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
         else:
             # Authentication first, in the handler's own worker thread (one hop per request).
             handler = cast(Handler, endpoint.handler)
-            reply = await context.workers.run(lambda: handler(call_as(authenticate())))
+
+            def authenticate_and_handle() -> Reply:
+                if endpoint.method != "GET":
+                    return handler(call_as(authenticate()))
+                # A read: the credential's lookup and the handler's reads share one unit of work.
+                with context.runtime.shared_read():
+                    return handler(call_as(authenticate()))
+
+            reply = await context.workers.run(authenticate_and_handle)
         response = _render(reply)
     except RefcoreError as exc:
         response = refcore_error_response(exc)

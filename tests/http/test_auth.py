@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
+from refcore.clocks import ManualClock
 from refcore.services.runtime import Runtime
 from refcore_http.app import create_app
 from refcore_http.endpoints import DEVELOPER, Call, Endpoint, Reply, ok, returns
 from refcore_http.settings import Settings
+from refcore_memstore import memory_runtime
 from tests.http.world import Client, expect, key_body, new_tenant
+from tests.unit_of_work_log import counted
 
 
 def test_protected_endpoints_need_a_bearer_credential(client: Client) -> None:
@@ -120,3 +123,26 @@ def test_handlers_and_services_run_off_the_event_loop(runtime: Runtime, settings
     client = Client(create_app(runtime, settings, extra=(probe,)))
     tenant = new_tenant(client, runtime, "acme")
     assert expect(client.get("/v1/probe", tenant.session), 200) == {"on_event_loop": False}
+
+
+def test_a_keyed_get_authenticates_and_reads_in_one_unit_of_work(
+    clock: ManualClock, settings: Settings
+) -> None:
+    """Runtime.shared_read around a GET: one unit of work instead of one for the credential and
+    one for the read. Writes keep a read for the credential and a unit of work of their own."""
+    runtime, reads, writes = counted(memory_runtime(clock=clock))
+    client = Client(create_app(runtime, settings))
+    tenant = new_tenant(client, runtime, "sharing")
+    reads.clear()
+    writes.clear()
+
+    expect(client.get("/v1/commissions", tenant.live_key), 200)
+    expect(client.get(f"/v1/programs/{tenant.program_id}", tenant.live_key), 200)
+    expect(client.get("/v1/programs/prg_missing", tenant.live_key), 404)
+    assert reads == ["open", "end"] * 3
+    assert writes == []
+
+    reads.clear()
+    expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
+    assert reads == ["open", "end"]
+    assert writes == ["open", "end"]

@@ -7,13 +7,18 @@ work runs again from scratch and sees the winner's row, which turns a duplicate 
 Between attempts it pauses a random moment that doubles with each attempt: transactions that
 deadlocked or collided retried at once tend to meet again (four PostgreSQL servers racing
 refunds and disputes on six payments saw a request lose five immediate attempts in a row).
+
+:meth:`Runtime.read` runs its work in a read-only unit of work; inside a
+:meth:`Runtime.shared_read` block every read shares one (see there).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -34,6 +39,29 @@ _FIRST_PAUSE_SECONDS = 0.001
 def pause_before_retry(retry: int) -> None:
     """Sleep up to ``_FIRST_PAUSE_SECONDS * 2**retry`` (``retry`` counts from 0), at random."""
     time.sleep(random.uniform(0, _FIRST_PAUSE_SECONDS * 2**retry))
+
+
+class _SharedRead:
+    """The unit of work that the reads of one :meth:`Runtime.shared_read` block share, opened
+    by the first of them."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._stack = ExitStack()
+        self._uow: UnitOfWork | None = None
+
+    def unit_of_work(self, factory: UnitOfWorkFactory) -> UnitOfWork:
+        if self._uow is None:
+            self._uow = self._stack.enter_context(factory())
+        return self._uow
+
+    def close(self) -> None:
+        """End the shared unit of work (nothing was committed); the next read opens another."""
+        self._uow = None
+        self._stack.close()
+
+
+_SHARED_READ: ContextVar[_SharedRead | None] = ContextVar("refcore_shared_read", default=None)
 
 
 class NullNotifier:
@@ -91,12 +119,48 @@ class Runtime:
                     uow.commit()
             except ConcurrentWrite:
                 continue
+            shared = _SHARED_READ.get()
+            if shared is not None and shared.runtime is self:
+                shared.close()  # a later read of the block must see this write (a new snapshot)
             if tx.emitted:
                 self.notifier.events_committed(tuple(tx.emitted))
             return result
         raise Conflict("The request collided with concurrent writes; retry it", code="state_conflict")
 
     def read(self, work: Callable[[Tx], T]) -> T:
-        """A read-only unit of work: nothing is committed."""
-        with (self.read_unit_of_work or self.unit_of_work)() as uow:
-            return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
+        """A read-only unit of work: nothing is committed. Inside :meth:`shared_read`, the
+        block's unit of work, with a ``now`` of this read's own."""
+        factory = self.read_unit_of_work or self.unit_of_work
+        shared = _SHARED_READ.get()
+        if shared is None or shared.runtime is not self:
+            with factory() as uow:
+                return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
+        try:
+            return work(Tx(uow=shared.unit_of_work(factory), now=self.clock.now(), ids=self.ids))
+        except BaseException:
+            # As a read of its own would: whatever failed ends with its unit of work (a failed
+            # statement leaves a PostgreSQL transaction unusable), and a later read starts afresh.
+            shared.close()
+            raise
+
+    @contextmanager
+    def shared_read(self) -> Iterator[None]:
+        """Let every :meth:`read` of this runtime inside the block (in this thread or task)
+        share one read-only unit of work, opened by the first read and ended with the block.
+
+        A keyed ``GET`` reads twice, the credential and then what it asked for, and each unit
+        of work costs a pooled connection's checkout and return, its ``BEGIN`` and its end, and
+        on PostgreSQL the pool's liveness round trip: about as much as the credential's lookup
+        itself. The reads see the data as of the block's first read (SQLite) or as of each
+        statement (PostgreSQL, READ COMMITTED), as separate reads microseconds apart would.
+        :meth:`transaction` is not affected: writes always run in a unit of work of their own,
+        and a write committed inside the block ends the shared unit of work, so that the reads
+        after it see it.
+        """
+        shared = _SharedRead(self)
+        token = _SHARED_READ.set(shared)
+        try:
+            yield
+        finally:
+            _SHARED_READ.reset(token)
+            shared.close()

@@ -1,0 +1,103 @@
+"""``Runtime.shared_read``: the reads of one block share one read-only unit of work (every store).
+
+A keyed ``GET`` authenticates and then reads; sharing one unit of work saves a pooled
+connection's checkout, ``BEGIN`` and end (and PostgreSQL's liveness round trip) per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import pytest
+
+from refcore.clocks import ManualClock
+from refcore.errors import NotFound
+from refcore.models import Organization
+from refcore.services.runtime import Runtime, Tx
+from tests.unit_of_work_log import counted
+
+
+def _add_organization(name: str) -> Callable[[Tx], Organization]:
+    def work(tx: Tx) -> Organization:
+        organization = Organization(id=tx.new_id("org"), name=name, created_at=tx.now)
+        tx.uow.organizations.add(organization)
+        return organization
+
+    return work
+
+
+def _find(organization_id: str) -> Callable[[Tx], Organization | None]:
+    return lambda tx: tx.uow.organizations.get(organization_id)
+
+
+def test_shared_read_the_reads_of_a_block_share_one_unit_of_work_opened_by_the_first(
+    runtime: Runtime,
+) -> None:
+    rt, reads, _ = counted(runtime)
+    organization = rt.transaction(_add_organization("Shared"))
+
+    with rt.shared_read():
+        assert reads == []  # nothing is opened before a read needs it
+        assert rt.read(_find(organization.id)) == organization
+        assert rt.read(_find(organization.id)) == organization
+        assert rt.read(_find("org_missing")) is None
+        assert reads == ["open"]
+    assert reads == ["open", "end"]
+
+    rt.read(_find(organization.id))
+    rt.read(_find(organization.id))
+    assert reads == ["open", "end"] + ["open", "end"] * 2  # outside a block, one each
+
+
+def test_shared_read_each_read_has_its_own_now(runtime: Runtime, clock: ManualClock) -> None:
+    rt, _, _ = counted(runtime)
+    seen: list[datetime] = []
+    with rt.shared_read():
+        rt.read(lambda tx: seen.append(tx.now))
+        clock.advance(timedelta(seconds=5))
+        rt.read(lambda tx: seen.append(tx.now))
+    assert seen[1] - seen[0] == timedelta(seconds=5)
+
+
+def test_shared_read_a_failed_read_ends_the_unit_of_work_and_the_next_read_opens_another(
+    runtime: Runtime,
+) -> None:
+    rt, reads, _ = counted(runtime)
+    organization = rt.transaction(_add_organization("After a failure"))
+
+    def missing(tx: Tx) -> None:
+        raise NotFound.of("organization", "org_missing")
+
+    with rt.shared_read():
+        with pytest.raises(NotFound):
+            rt.read(missing)
+        assert reads == ["open", "end"]
+        assert rt.read(_find(organization.id)) == organization
+    assert reads == ["open", "end", "open", "end"]
+
+
+def test_shared_read_a_write_in_the_block_has_its_own_unit_of_work_and_later_reads_see_it(
+    runtime: Runtime,
+) -> None:
+    rt, reads, writes = counted(runtime)
+    first = rt.transaction(_add_organization("Before"))
+    with rt.shared_read():
+        assert rt.read(_find(first.id)) == first
+        second = rt.transaction(_add_organization("Inside"))
+        assert writes == ["open", "end"] * 2
+        # The first read's snapshot (SQLite) must not hide the write: a new unit of work.
+        assert rt.read(_find(second.id)) == second
+    assert reads == ["open", "end", "open", "end"]
+
+
+def test_shared_read_of_one_runtime_leaves_the_reads_of_another_runtime_alone(runtime: Runtime) -> None:
+    rt, reads, _ = counted(runtime)
+    other, other_reads, _ = counted(runtime)
+    organization = rt.transaction(_add_organization("Two runtimes"))
+    with rt.shared_read():
+        other.read(_find(organization.id))
+        other.read(_find(organization.id))
+        rt.read(_find(organization.id))
+    assert other_reads == ["open", "end", "open", "end"]
+    assert reads == ["open", "end"]

@@ -1,0 +1,53 @@
+"""Units of work that record when they are opened and ended, for tests that count them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Self
+
+from attrs import evolve
+
+from refcore.ports import UnitOfWork, UnitOfWorkFactory
+from refcore.services.runtime import Runtime
+
+
+class CountingUnitOfWork:
+    """Wraps a store's unit of work, recording when it is opened and ended."""
+
+    def __init__(self, inner: UnitOfWork, log: list[str]) -> None:
+        self._inner = inner
+        self._log = log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __enter__(self) -> Self:
+        self._inner.__enter__()
+        self._log.append("open")
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._log.append("end")
+        self._inner.__exit__(exc_type, exc, tb)
+
+
+def counted(runtime: Runtime) -> tuple[Runtime, list[str], list[str]]:
+    """The runtime with its read and write units of work recorded: (runtime, reads, writes)."""
+    reads: list[str] = []
+    writes: list[str] = []
+    read_factory: UnitOfWorkFactory = runtime.read_unit_of_work or runtime.unit_of_work
+    write_factory = runtime.unit_of_work
+
+    def wrap(factory: UnitOfWorkFactory, log: list[str]) -> Callable[[], UnitOfWork]:
+        return lambda: CountingUnitOfWork(factory(), log)  # type: ignore[return-value]
+
+    return (
+        evolve(
+            runtime, unit_of_work=wrap(write_factory, writes), read_unit_of_work=wrap(read_factory, reads)
+        ),
+        reads,
+        writes,
+    )
