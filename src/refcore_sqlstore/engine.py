@@ -85,7 +85,11 @@ READ_ONLY_BEGIN: ContextVar[bool] = ContextVar("refcore_sqlite_read_only_begin",
 
 
 def _begin_immediate(connection: Any) -> None:
-    connection.exec_driver_sql("BEGIN" if READ_ONLY_BEGIN.get() else "BEGIN IMMEDIATE")
+    """``BEGIN`` sent straight to the driver: a fixed statement with no parameters and no
+    result, around which SQLAlchemy's execution path (a context, its events, a result object)
+    cost four times what the driver does (``bench/notes.md``). Its errors are the driver's,
+    which :func:`refcore_sqlstore.errors.database_errors` translates like any other."""
+    connection.connection.dbapi_connection.execute("BEGIN" if READ_ONLY_BEGIN.get() else "BEGIN IMMEDIATE")
 
 
 def _end_leftover_transaction(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:

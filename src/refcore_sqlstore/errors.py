@@ -52,9 +52,11 @@ def is_lost_race(error: BaseException) -> bool:
     return False
 
 
-def translate(error: exc.SQLAlchemyError) -> Exception:
-    """The core error for a database error (see the module docstring)."""
-    original = getattr(error, "orig", None)
+def translate(error: exc.SQLAlchemyError | sqlite3.Error | psycopg.Error) -> Exception:
+    """The core error for a database error (see the module docstring): one that SQLAlchemy
+    wrapped, or one the driver raised for a statement sent to it directly (``BEGIN`` and the
+    group commit's savepoints)."""
+    original = getattr(error, "orig", None) if isinstance(error, exc.SQLAlchemyError) else error
     if original is not None and is_lost_race(original):
         return ConcurrentWrite("a concurrent transaction changed the same records; run the work again")
     return InternalError("The database could not complete the operation")
@@ -65,5 +67,5 @@ def database_errors() -> Iterator[None]:
     """Run a block of database calls, translating what they raise."""
     try:
         yield
-    except exc.SQLAlchemyError as error:
+    except (exc.SQLAlchemyError, sqlite3.Error, psycopg.Error) as error:
         raise translate(error) from error

@@ -11,11 +11,12 @@ import pytest
 from sqlalchemy import make_url, select
 
 from refcore.clocks import ManualClock
-from refcore.errors import InternalError
+from refcore.errors import ConcurrentWrite, InternalError
 from refcore.models import Event, EventType, Organization, User
 from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
 from refcore_sqlstore.engine import SQLITE_BUSY_TIMEOUT_SECONDS, normalise_url
+from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.tables import organizations
 from tests.contract.scenario import build_world
 from tests.sqlstore.raw import count, engine_of
@@ -228,3 +229,23 @@ def test_an_unreachable_database_is_an_internal_error_without_the_password() -> 
             pass
     finally:
         store.dispose()
+
+
+@pytest.mark.parametrize(
+    ("raised", "becomes"),
+    [
+        (sqlite3.OperationalError("database is locked"), ConcurrentWrite),
+        (sqlite3.IntegrityError("UNIQUE constraint failed: users.email"), ConcurrentWrite),
+        (sqlite3.OperationalError("disk I/O error"), InternalError),
+        (psycopg.errors.DeadlockDetected("deadlock detected"), ConcurrentWrite),
+        (psycopg.OperationalError("server closed the connection unexpectedly"), InternalError),
+    ],
+    ids=["sqlite-locked", "sqlite-unique", "sqlite-io", "postgres-deadlock", "postgres-gone"],
+)
+def test_errors_the_driver_raises_itself_become_core_errors_too(raised: Exception, becomes: type) -> None:
+    """BEGIN and the group commit's savepoints go straight to the driver, so its errors arrive
+    unwrapped by SQLAlchemy; they must be translated all the same, naming nothing stored."""
+    with pytest.raises(becomes) as caught, database_errors():
+        raise raised
+    assert caught.value.__cause__ is raised
+    assert "users" not in str(caught.value) and "email" not in str(caught.value)
