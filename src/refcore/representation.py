@@ -38,10 +38,23 @@ JsonObject = dict[str, Any]
 
 
 def timestamp(moment: datetime | None) -> str | None:
-    """ISO 8601 in UTC with a ``Z``, millisecond precision."""
+    """ISO 8601 in UTC with a ``Z``, millisecond precision (``2026-01-31T09:05:00.250Z``).
+
+    Formatted field by field: ``isoformat(timespec=...)`` and the ``Z`` replacement cost twice
+    the instructions, and a commissions page formats fifty of these."""
     if moment is None:
         return None
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031 (%-format: the cheapest here)
+        moment.year,
+        moment.month,
+        moment.day,
+        moment.hour,
+        moment.minute,
+        moment.second,
+        moment.microsecond // 1000,
+    )
 
 
 def _base(obj_type: str, id: str, created_at: datetime, **fields: Any) -> JsonObject:
