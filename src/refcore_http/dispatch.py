@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from attrs import frozen
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from refcore.errors import RefcoreError, ValidationError
@@ -39,6 +39,7 @@ from refcore_http.bodies import decode_object, read_body, structure
 from refcore_http.capture_batches import CaptureBatches
 from refcore_http.endpoints import Api, Call, Endpoint, Handler, LoopHandler, Reply
 from refcore_http.errors import internal_error_response, refcore_error_response
+from refcore_http.json_response import JsonResponse
 from refcore_http.queries import parse_query
 from refcore_http.settings import Settings
 from refcore_http.visitors import visitor_of
@@ -82,7 +83,7 @@ def _render(reply: Reply) -> Response:
         )
     if reply.body is None:
         return Response(status_code=reply.status)
-    return JSONResponse(reply.body, status_code=reply.status)
+    return JsonResponse(reply.body, status_code=reply.status)
 
 
 def _add_cors(response: Response, settings: Settings, *, preflight: bool) -> None:

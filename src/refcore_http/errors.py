@@ -11,9 +11,10 @@ import logging
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from refcore.errors import ErrorKind, RateLimited, RefcoreError
+from refcore_http.json_response import JsonResponse
 
 log = logging.getLogger("refcore_http")
 
@@ -38,14 +39,14 @@ def error_response(
     *,
     param: str | None = None,
     headers: dict[str, str] | None = None,
-) -> JSONResponse:
+) -> JsonResponse:
     error: dict[str, str] = {"code": code, "message": message}
     if param is not None:
         error["param"] = param
-    return JSONResponse({"error": error}, status_code=status, headers=headers)
+    return JsonResponse({"error": error}, status_code=status, headers=headers)
 
 
-def refcore_error_response(exc: RefcoreError) -> JSONResponse:
+def refcore_error_response(exc: RefcoreError) -> JsonResponse:
     status = STATUS_OF_KIND[exc.kind]
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if isinstance(exc, RateLimited) and exc.retry_after_seconds is not None:
@@ -53,7 +54,7 @@ def refcore_error_response(exc: RefcoreError) -> JSONResponse:
     return error_response(status, exc.code, exc.message, param=exc.param, headers=headers)
 
 
-def internal_error_response() -> JSONResponse:
+def internal_error_response() -> JsonResponse:
     return error_response(500, "internal_error", "An unexpected error occurred; it has been logged")
 
 
