@@ -101,3 +101,41 @@ def test_shared_read_of_one_runtime_leaves_the_reads_of_another_runtime_alone(ru
         rt.read(_find(organization.id))
     assert other_reads == ["open", "end", "open", "end"]
     assert reads == ["open", "end"]
+
+
+def test_shared_read_a_read_inside_a_read_that_fails_leaves_the_outer_reads_unit_of_work_open(
+    runtime: Runtime,
+) -> None:
+    """A read's work may read again; the inner read's failure must not end the unit of work the
+    outer read is still using. It ends once the outer read is done."""
+    rt, reads, _ = counted(runtime)
+    organization = rt.transaction(_add_organization("Nested"))
+
+    def missing(tx: Tx) -> None:
+        raise NotFound.of("organization", "org_missing")
+
+    def outer(tx: Tx) -> Organization | None:
+        with pytest.raises(NotFound):
+            rt.read(missing)
+        return tx.uow.organizations.get(organization.id)  # the outer read goes on
+
+    with rt.shared_read():
+        assert rt.read(outer) == organization
+        assert reads == ["open", "end"]
+        assert rt.read(_find(organization.id)) == organization
+    assert reads == ["open", "end", "open", "end"]
+
+
+def test_shared_read_a_write_inside_a_read_ends_the_unit_of_work_only_after_that_read(
+    runtime: Runtime,
+) -> None:
+    rt, reads, _ = counted(runtime)
+    first = rt.transaction(_add_organization("Outer"))
+
+    def outer(tx: Tx) -> Organization | None:
+        rt.transaction(_add_organization("Inner"))
+        return tx.uow.organizations.get(first.id)
+
+    with rt.shared_read():
+        assert rt.read(outer) == first
+        assert reads == ["open", "end"]

@@ -49,15 +49,38 @@ class _SharedRead:
         self.runtime = runtime
         self._stack = ExitStack()
         self._uow: UnitOfWork | None = None
+        #: Reads of the block running now: a read's work may itself read.
+        self._running = 0
+        #: End the unit of work as soon as no read is running.
+        self._ending = False
 
-    def unit_of_work(self, factory: UnitOfWorkFactory) -> UnitOfWork:
+    @contextmanager
+    def reading(self, factory: UnitOfWorkFactory) -> Iterator[UnitOfWork]:
         if self._uow is None:
             self._uow = self._stack.enter_context(factory())
-        return self._uow
+        self._running += 1
+        try:
+            yield self._uow
+        except BaseException:
+            # As a read of its own would: whatever failed ends with its unit of work (a failed
+            # statement leaves a PostgreSQL transaction unusable), and a later read starts afresh.
+            self._ending = True
+            raise
+        finally:
+            self._running -= 1
+            if self._ending and not self._running:
+                self.close()
+
+    def end(self) -> None:
+        """End the unit of work once no read uses it (a write committed: later reads must see it)."""
+        self._ending = True
+        if not self._running:
+            self.close()
 
     def close(self) -> None:
         """End the shared unit of work (nothing was committed); the next read opens another."""
         self._uow = None
+        self._ending = False
         self._stack.close()
 
 
@@ -121,7 +144,7 @@ class Runtime:
                 continue
             shared = _SHARED_READ.get()
             if shared is not None and shared.runtime is self:
-                shared.close()  # a later read of the block must see this write (a new snapshot)
+                shared.end()  # a later read of the block must see this write (a new snapshot)
             if tx.emitted:
                 self.notifier.events_committed(tuple(tx.emitted))
             return result
@@ -135,13 +158,8 @@ class Runtime:
         if shared is None or shared.runtime is not self:
             with factory() as uow:
                 return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
-        try:
-            return work(Tx(uow=shared.unit_of_work(factory), now=self.clock.now(), ids=self.ids))
-        except BaseException:
-            # As a read of its own would: whatever failed ends with its unit of work (a failed
-            # statement leaves a PostgreSQL transaction unusable), and a later read starts afresh.
-            shared.close()
-            raise
+        with shared.reading(factory) as uow:
+            return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
 
     @contextmanager
     def shared_read(self) -> Iterator[None]:
