@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import secrets
 import shutil
 import subprocess
@@ -44,7 +43,14 @@ from attrs import asdict, frozen
 
 from bench.databases import sqlite_url
 from bench.scenarios import SCENARIOS, by_key
-from bench.servers import LOG_LEVEL, ROOT, Server, refcore_server
+from bench.servers import (
+    ROOT,
+    Server,
+    ceiling_command,
+    refcore_server,
+    serve_arguments,
+    throwaway_secret_key,
+)
 from bench.world import build_world, prepare_database
 from bench.wrk import CONNECTIONS, PLACEHOLDER, Load
 
@@ -189,27 +195,21 @@ def count(server: CountedServer, key: str, load: Load, *, requests: int) -> Coun
     return result
 
 
-def _python(module_call: str) -> list[str]:
-    return [sys.executable, "-c", module_call]
-
-
 def ceiling_counted(work_dir: Path) -> CountedServer:
-    command = [*_python("from bench.ceiling import main; main()"), "--log-level", LOG_LEVEL]
-    return CountedServer("ceiling", command, work_dir=work_dir, ready_path="/", env=dict(os.environ))
+    return CountedServer("ceiling", ceiling_command(), work_dir=work_dir, ready_path="/", env={})
 
 
 def refcore_counted(database_url: str, work_dir: Path) -> CountedServer:
+    # The interpreter named directly, rather than the ``refcore`` script's shebang.
     command = [
-        *_python("import sys; from refcore_http.cli import main; sys.exit(main())"),
-        "serve",
-        "--database-url",
-        database_url,
-        "--no-migrate",
-        "--log-level",
-        LOG_LEVEL,
+        sys.executable,
+        "-c",
+        "import sys; from refcore_http.cli import main; sys.exit(main())",
+        *serve_arguments(database_url),
     ]
-    env = {**os.environ, "REFCORE_SECRET_KEY": os.urandom(24).hex()}
-    return CountedServer("refcore-sqlite", command, work_dir=work_dir, ready_path="/v1", env=env)
+    return CountedServer(
+        "refcore-sqlite", command, work_dir=work_dir, ready_path="/v1", env=throwaway_secret_key()
+    )
 
 
 def render(counts: Sequence[Count], before: Mapping[str, float] | None) -> str:

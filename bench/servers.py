@@ -139,22 +139,24 @@ class Server:
         self.stop()
 
 
+def ceiling_command() -> list[str]:
+    return [sys.executable, "-m", "bench.ceiling", "--log-level", LOG_LEVEL]
+
+
+def serve_arguments(database_url: str) -> list[str]:
+    """The arguments of ``refcore serve`` as an operator runs it, on an already migrated database."""
+    return ["serve", "--database-url", database_url, "--no-migrate", "--log-level", LOG_LEVEL]
+
+
+def throwaway_secret_key() -> dict[str, str]:
+    """A key for this run only, in case a route needs one (webhook secrets)."""
+    return {"REFCORE_SECRET_KEY": os.urandom(24).hex()}
+
+
 def ceiling_server(*, cpu: int | None, log_dir: Path) -> Server:
-    command = [sys.executable, "-m", "bench.ceiling", "--log-level", LOG_LEVEL]
-    return Server("ceiling", command, cpu=cpu, log_dir=log_dir, ready_path="/")
+    return Server("ceiling", ceiling_command(), cpu=cpu, log_dir=log_dir, ready_path="/")
 
 
 def refcore_server(name: str, database_url: str, *, cpu: int | None, log_dir: Path) -> Server:
-    """``refcore serve`` as an operator runs it, on an already migrated database."""
-    command = [
-        str(VENV_BIN / "refcore"),
-        "serve",
-        "--database-url",
-        database_url,
-        "--no-migrate",
-        "--log-level",
-        LOG_LEVEL,
-    ]
-    # A throwaway key for this run only, in case a route needs one (webhook secrets).
-    env = {"REFCORE_SECRET_KEY": os.urandom(24).hex()}
-    return Server(name, command, cpu=cpu, log_dir=log_dir, ready_path="/v1", env=env)
+    command = [str(VENV_BIN / "refcore"), *serve_arguments(database_url)]
+    return Server(name, command, cpu=cpu, log_dir=log_dir, ready_path="/v1", env=throwaway_secret_key())
