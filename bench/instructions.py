@@ -3,8 +3,9 @@
 Requests per second and CPU milliseconds move with whatever else shares the machine: on this
 workplace two identical runs minutes apart have differed by a factor of two, more than most
 single changes. The instructions a server executes per request do not. So each server here (the
-ceiling and ``refcore serve`` on SQLite) runs under ``valgrind --tool=callgrind``, and for each
-scenario of :mod:`bench.scenarios`:
+ceiling and ``refcore serve`` on SQLite, or with ``--store postgresql`` on PostgreSQL, where only
+refcore's own process is counted, not the database server's) runs under
+``valgrind --tool=callgrind``, and for each scenario of :mod:`bench.scenarios`:
 
 1. the scenario's own requests warm it up (caches, compiled statements, pooled connections);
 2. once the server is idle, ``callgrind_control --zero`` clears its counters;
@@ -41,7 +42,7 @@ from pathlib import Path
 import httpx
 from attrs import asdict, frozen
 
-from bench.databases import sqlite_url
+from bench.cli import database
 from bench.scenarios import SCENARIOS, by_key
 from bench.servers import (
     ROOT,
@@ -199,7 +200,7 @@ def ceiling_counted(work_dir: Path) -> CountedServer:
     return CountedServer("ceiling", ceiling_command(), work_dir=work_dir, ready_path="/", env={})
 
 
-def refcore_counted(database_url: str, work_dir: Path) -> CountedServer:
+def refcore_counted(store: str, database_url: str, work_dir: Path) -> CountedServer:
     # The interpreter named directly, rather than the ``refcore`` script's shebang.
     command = [
         sys.executable,
@@ -208,7 +209,7 @@ def refcore_counted(database_url: str, work_dir: Path) -> CountedServer:
         *serve_arguments(database_url),
     ]
     return CountedServer(
-        "refcore-sqlite", command, work_dir=work_dir, ready_path="/v1", env=throwaway_secret_key()
+        f"refcore-{store}", command, work_dir=work_dir, ready_path="/v1", env=throwaway_secret_key()
     )
 
 
@@ -233,6 +234,12 @@ def render(counts: Sequence[Count], before: Mapping[str, float] | None) -> str:
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=256, help="requests counted per scenario")
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="refcore's database (on PostgreSQL only refcore's own process is counted, not the server's)",
+    )
     parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all, and the ceiling)")
     parser.add_argument("--json", help="where to save the counts (default bench/results/instructions.json)")
     parser.add_argument("--compare", help="an earlier counts JSON: adds a before → after column")
@@ -255,22 +262,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                 counts.append(count(server, "ceiling", load, requests=args.requests))
         scenario_keys = [k for k in keys if k != "ceiling"]
         if scenario_keys:
-            url = sqlite_url(work_dir, "instructions")
-            token = prepare_database(url)
-            print("building the world on a normal server", flush=True)
-            with refcore_server("world", url, cpu=None, log_dir=work_dir) as plain:
-                world = build_world(plain.url, url, token, refundable_payments=32)
-            print("refcore on SQLite under callgrind", flush=True)
-            with refcore_counted(url, work_dir) as server:
-                for key in scenario_keys:
-                    load = by_key(key).load(world)
-                    if load is None:
-                        continue
-                    counts.append(count(server, key, load, requests=args.requests))
+            with database(args.store, "instructions", work_dir) as url:
+                token = prepare_database(url)
+                print("building the world on a normal server", flush=True)
+                with refcore_server("world", url, cpu=None, log_dir=work_dir) as plain:
+                    world = build_world(plain.url, url, token, refundable_payments=32)
+                print(f"refcore on {args.store} under callgrind", flush=True)
+                with refcore_counted(args.store, url, work_dir) as server:
+                    for key in scenario_keys:
+                        load = by_key(key).load(world)
+                        if load is None:
+                            continue
+                        counts.append(count(server, key, load, requests=args.requests))
     revision = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False
     ).stdout.strip()
-    saved = {"revision": revision, "counts": [asdict(c) | {"per_request": c.per_request} for c in counts]}
+    saved = {
+        "revision": revision,
+        "store": args.store,
+        "counts": [asdict(c) | {"per_request": c.per_request} for c in counts],
+    }
     out = Path(args.json or ROOT / "bench" / "results" / "instructions.json")
     out.write_text(json.dumps(saved, indent=2) + "\n")
     before = None
