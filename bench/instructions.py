@@ -42,6 +42,7 @@ from pathlib import Path
 import httpx
 from attrs import asdict, frozen
 
+import refcore
 from bench.cli import database
 from bench.scenarios import SCENARIOS, by_key
 from bench.servers import (
@@ -274,8 +275,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if load is None:
                             continue
                         counts.append(count(server, key, load, requests=args.requests))
+    # The revision of the code measured: where refcore was imported from (a worktree first on
+    # PYTHONPATH counts another revision's code with this harness).
     revision = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=Path(refcore.__file__).parent,
+        check=False,
     ).stdout.strip()
     saved = {
         "revision": revision,
