@@ -31,6 +31,10 @@ def _find(organization_id: str) -> Callable[[Tx], Organization | None]:
     return lambda tx: tx.uow.organizations.get(organization_id)
 
 
+def _missing(tx: Tx) -> None:
+    raise NotFound.of("organization", "org_missing")
+
+
 def test_shared_read_the_reads_of_a_block_share_one_unit_of_work_opened_by_the_first(
     runtime: Runtime,
 ) -> None:
@@ -66,12 +70,9 @@ def test_shared_read_a_failed_read_ends_the_unit_of_work_and_the_next_read_opens
     rt, reads, _ = counted(runtime)
     organization = rt.transaction(_add_organization("After a failure"))
 
-    def missing(tx: Tx) -> None:
-        raise NotFound.of("organization", "org_missing")
-
     with rt.shared_read():
         with pytest.raises(NotFound):
-            rt.read(missing)
+            rt.read(_missing)
         assert reads == ["open", "end"]
         assert rt.read(_find(organization.id)) == organization
     assert reads == ["open", "end", "open", "end"]
@@ -111,12 +112,9 @@ def test_shared_read_a_read_inside_a_read_that_fails_leaves_the_outer_reads_unit
     rt, reads, _ = counted(runtime)
     organization = rt.transaction(_add_organization("Nested"))
 
-    def missing(tx: Tx) -> None:
-        raise NotFound.of("organization", "org_missing")
-
     def outer(tx: Tx) -> Organization | None:
         with pytest.raises(NotFound):
-            rt.read(missing)
+            rt.read(_missing)
         return tx.uow.organizations.get(organization.id)  # the outer read goes on
 
     with rt.shared_read():
