@@ -1,23 +1,25 @@
-"""The repository's statements, built once per table and shape, then run with parameters.
+"""The repository's statements, built once per table, dialect and shape, then run with parameters.
 
 Building ``insert(table).values(row)`` or ``select(table).where(column == value)`` anew for each
 call made SQLAlchemy construct a fresh statement and compute its cache key, value by value,
 before finding the compiled SQL in its cache: about a third of the CPU time of a request on
 the SQL store (profiled in ``docs/performance.md``). Here a statement is built once per table
 and *shape* (which fields are filtered, which of them are ``NULL``, the lock, the limit, the
-cursor), with bound parameters in place of the values, and reused; each call only passes its
-values. The SQL sent to the database is the same as before, so every query plan is too.
+cursor), with bound parameters in place of the values, compiled once for the engine's dialect
+and run on the driver (:mod:`refcore_sqlstore.driver`); each call only passes its values.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Insert, Select, Table, Update, bindparam, insert, select, update
+from sqlalchemy import Dialect, Select, Table, bindparam, insert, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from refcore_sqlstore.driver import DriverStatement
 from refcore_sqlstore.mapping import db_value
 
 #: A filter's shape: each field in the order given, and whether it is compared with ``NULL``.
@@ -32,11 +34,13 @@ def _param(column: str) -> str:
 
 
 class TableStatements:
-    def __init__(self, table: Table) -> None:
+    """The statements of one table, for one dialect."""
+
+    def __init__(self, table: Table, dialect: Dialect) -> None:
         self.table = table
-        self.insert: Insert = insert(table)
-        self.update_by_id: Update = update(table).where(table.c.id == bindparam(_ID))
-        self._cache: dict[tuple[Any, ...], Select[Any]] = {}
+        self._dialect = dialect
+        self._cache: dict[tuple[Any, ...], DriverStatement] = {}
+        self.insert = DriverStatement(insert(table), dialect, column_keys=list(table.columns.keys()))
 
     @staticmethod
     def shape(where: Mapping[str, object]) -> Shape:
@@ -53,38 +57,52 @@ class TableStatements:
             clauses.append(c.is_(None) if is_null else c == bindparam(_param(column), type_=c.type))
         return select(self.table).where(*clauses)
 
-    def _cached(self, key: tuple[Any, ...], build: Any) -> Select[Any]:
+    def _cached(self, key: tuple[Any, ...], build: Callable[[], DriverStatement]) -> DriverStatement:
         statement = self._cache.get(key)
         if statement is None:
             statement = self._cache.setdefault(key, build())
         return statement
 
-    def by_id(self, *, for_update: bool) -> Select[Any]:
-        def build() -> Select[Any]:
+    def _compiled(self, statement: Select[Any], *, for_update: bool = False) -> DriverStatement:
+        return DriverStatement(statement.with_for_update() if for_update else statement, self._dialect)
+
+    def by_id(self, *, for_update: bool) -> DriverStatement:
+        def build() -> DriverStatement:
             id_column = self.table.c.id
             statement = select(self.table).where(id_column == bindparam(_ID, type_=id_column.type))
-            return statement.with_for_update() if for_update else statement
+            return self._compiled(statement, for_update=for_update)
 
         return self._cached(("get", for_update), build)
 
-    def one(self, shape: Shape, *, for_update: bool) -> Select[Any]:
-        def build() -> Select[Any]:
-            statement = self._filtered(shape).limit(1)
-            return statement.with_for_update() if for_update else statement
+    def one(self, shape: Shape, *, for_update: bool) -> DriverStatement:
+        return self._cached(
+            ("one", shape, for_update),
+            lambda: self._compiled(self._filtered(shape).limit(1), for_update=for_update),
+        )
 
-        return self._cached(("one", shape, for_update), build)
+    def all(self, shape: Shape) -> DriverStatement:
+        return self._cached(
+            ("all", shape), lambda: self._compiled(self._filtered(shape).order_by(self.table.c.id))
+        )
 
-    def all(self, shape: Shape) -> Select[Any]:
-        return self._cached(("all", shape), lambda: self._filtered(shape).order_by(self.table.c.id))
-
-    def page(self, shape: Shape, *, limit: int, before: bool) -> Select[Any]:
-        def build() -> Select[Any]:
+    def page(self, shape: Shape, *, limit: int, before: bool) -> DriverStatement:
+        def build() -> DriverStatement:
             statement = self._filtered(shape)
             if before:
                 statement = statement.where(self.table.c.id < bindparam(_BEFORE, type_=self.table.c.id.type))
-            return statement.order_by(self.table.c.id.desc()).limit(limit)
+            return self._compiled(statement.order_by(self.table.c.id.desc()).limit(limit))
 
         return self._cached(("page", shape, limit, before), build)
+
+    def update_by_id(self, columns: Iterable[str]) -> DriverStatement:
+        """``UPDATE … SET`` the given columns ``WHERE id = :refcore_id``."""
+        keys = tuple(sorted(columns))
+
+        def build() -> DriverStatement:
+            statement = update(self.table).where(self.table.c.id == bindparam(_ID))
+            return DriverStatement(statement, self._dialect, column_keys=[*keys, _ID])
+
+        return self._cached(("update", keys), build)
 
     @staticmethod
     def id_param(id: str) -> dict[str, Any]:
@@ -95,13 +113,15 @@ class TableStatements:
         return {_BEFORE: before}
 
 
-_BY_TABLE: dict[str, TableStatements] = {}
+#: Per dialect (one per engine), the statements of each table; a disposed engine's go with it.
+_BY_DIALECT: weakref.WeakKeyDictionary[Dialect, dict[str, TableStatements]] = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()
 
 
-def statements_of(table: Table) -> TableStatements:
-    found = _BY_TABLE.get(table.name)
+def statements_of(table: Table, dialect: Dialect) -> TableStatements:
+    tables = _BY_DIALECT.get(dialect)
+    found = tables.get(table.name) if tables is not None else None
     if found is None or found.table is not table:
         with _GUARD:
-            found = _BY_TABLE[table.name] = TableStatements(table)
+            found = _BY_DIALECT.setdefault(dialect, {})[table.name] = TableStatements(table, dialect)
     return found

@@ -1,0 +1,179 @@
+"""A statement compiled once per dialect by SQLAlchemy, then run on the driver's cursor.
+
+SQLAlchemy's ``Connection.execute`` wraps every statement in an execution context, its events
+and a result object, and for a statement that fetches one row by its primary key that costs
+about four times what the driver does (53 against 10.5 us; ``bench/notes.md``). A payment runs
+ten such statements. The repository's statements are fixed (built once per table and shape,
+see :mod:`refcore_sqlstore.statements`), so the work SQLAlchemy repeats at every call can be
+done once instead: a :class:`DriverStatement` keeps the SQL text the dialect compiled, the
+order of its parameters and the type processors of its binds and columns (timestamps, JSON,
+booleans on SQLite), and runs the statement on the DBAPI connection under the unit of work's
+SQLAlchemy connection, inside its transaction. The SQL sent is the text SQLAlchemy would send,
+so the query plans are the same too (``tests/sqlstore/test_driver_statements.py`` runs both
+paths side by side).
+
+What SQLAlchemy's path also did, and this one keeps:
+
+- ``before_cursor_execute`` listeners hear of each statement with the SQL and parameters sent
+  (``context`` is ``None``, and a listener cannot rewrite the statement). Tests record SQL so.
+- A driver error that means the connection is gone invalidates the SQLAlchemy connection, so
+  the pool discards it. Every driver error then propagates as the driver raised it, and
+  :func:`refcore_sqlstore.errors.database_errors` translates it like SQLAlchemy's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Dialect, exc
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import TypeEngine
+
+Processor = Callable[[Any], Any]
+Row = dict[str, Any]
+
+
+class DriverStatement:
+    """One statement compiled for one dialect, run without SQLAlchemy's execution path.
+
+    ``column_keys`` names the columns an ``INSERT`` or ``UPDATE`` sets, each passed as the
+    parameter of its name; a ``SELECT`` needs none. Binds that carry their own value (the
+    ``LIMIT`` of a page) are filled in here; the caller passes the others by name.
+    """
+
+    __slots__ = (
+        "_bind_processors",
+        "_column_types",
+        "_constants",
+        "_names",
+        "_positional",
+        "_result",
+        "sql",
+        "statement",
+    )
+
+    def __init__(
+        self, statement: ClauseElement, dialect: Dialect, column_keys: Sequence[str] | None = None
+    ) -> None:
+        compiled = statement.compile(dialect=dialect, column_keys=list(column_keys) if column_keys else None)
+        assert isinstance(compiled, SQLCompiler)
+        #: What it was compiled from, and the SQL text the driver receives.
+        self.statement = statement
+        self.sql: str = compiled.string
+        binds = {name: bind for bind, name in compiled.bind_names.items()}
+        for name, bind in binds.items():
+            if bind.expanding or bind.literal_execute:
+                raise ValueError(f"bind {name!r} is rendered at each execution; run it through SQLAlchemy")
+        positiontup = compiled.positiontup
+        self._positional = positiontup is not None
+        self._names: tuple[str, ...] = tuple(positiontup) if positiontup is not None else tuple(binds)
+        self._constants: Row = {
+            name: bind.effective_value
+            for name, bind in binds.items()
+            if bind.value is not None or bind.callable
+        }
+        bind_processors = ((name, _bind_processor(binds[name].type, dialect)) for name in self._names)
+        self._bind_processors: tuple[tuple[str, Processor], ...] = tuple(
+            (name, process) for name, process in bind_processors if process is not None
+        )
+        selected = getattr(statement, "selected_columns", None)
+        self._column_types: tuple[TypeEngine[Any], ...] = tuple(column.type for column in selected or ())
+        #: The result's column names and processors (by position), from the first execution's
+        #: cursor description: a processor may depend on the type the driver reports.
+        self._result: tuple[tuple[str, ...], tuple[tuple[int, Processor], ...]] | None = None
+
+    def parameters(self, params: Mapping[str, Any]) -> Any:
+        """The parameters as the driver takes them: in order, or by name, types processed."""
+        values = {**self._constants, **params}
+        for name, process in self._bind_processors:
+            try:
+                values[name] = process(values[name])
+            except Exception as error:
+                # As SQLAlchemy reports it (a value its type refuses, such as a naive datetime),
+                # so that ``database_errors`` treats it alike; the value is not in the message.
+                message = f"bind {name!r} could not be processed"
+                raise exc.StatementError(message, self.sql, None, error) from error
+        if self._positional:
+            return tuple([values[name] for name in self._names])
+        return values
+
+    def execute(self, connection: Connection, params: Mapping[str, Any]) -> int:
+        """Run a write; the number of rows it matched."""
+        cursor = _run(connection, self.sql, self.parameters(params), many=False)
+        try:
+            count: int = cursor.rowcount
+        finally:
+            cursor.close()
+        return count
+
+    def execute_many(self, connection: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Run a write once per row, in one call to the driver (its ``executemany``)."""
+        _run(connection, self.sql, [self.parameters(row) for row in rows], many=True).close()
+
+    def fetch(self, connection: Connection, params: Mapping[str, Any]) -> list[Row]:
+        """Run a query; its rows as ``{column name: value}``, values converted by their types."""
+        cursor = _run(connection, self.sql, self.parameters(params), many=False)
+        try:
+            rows = cursor.fetchall()
+            names, processors = self._result or self._read_result(connection.dialect, cursor.description)
+        finally:
+            cursor.close()
+        found = [dict(zip(names, row, strict=True)) for row in rows]
+        if processors:
+            for row_values, row in zip(rows, found, strict=True):
+                for index, process in processors:
+                    row[names[index]] = process(row_values[index])
+        return found
+
+    def _read_result(
+        self, dialect: Dialect, description: Sequence[Sequence[Any]]
+    ) -> tuple[tuple[str, ...], tuple[tuple[int, Processor], ...]]:
+        if len(description) != len(self._column_types):
+            raise RuntimeError(
+                f"expected {len(self._column_types)} columns, the driver described {len(description)}"
+            )
+        names = tuple(str(column[0]) for column in description)
+        found = (
+            (index, type_.dialect_impl(dialect).result_processor(dialect, column[1]))
+            for index, (type_, column) in enumerate(zip(self._column_types, description, strict=True))
+        )
+        processors = tuple((index, process) for index, process in found if process is not None)
+        self._result = (names, processors)
+        return self._result
+
+
+def _bind_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor | None:
+    process: Processor | None = type_.dialect_impl(dialect).bind_processor(dialect)
+    return process
+
+
+def _run(connection: Connection, sql: str, parameters: Any, *, many: bool) -> Any:
+    """The driver's cursor after running ``sql`` (the caller closes it).
+
+    Like ``Connection.execute``, a statement outside a transaction begins one (after a
+    rollback, say): the driver would begin its own on PostgreSQL, and SQLAlchemy, unaware of
+    it, would then make ``commit`` a no-op.
+    """
+    if not connection.in_transaction():
+        connection.begin()
+    dbapi_connection = connection.connection.dbapi_connection
+    assert dbapi_connection is not None
+    cursor = dbapi_connection.cursor()
+    listeners = connection.dispatch.before_cursor_execute
+    if listeners:
+        for listen in listeners:
+            listen(connection, cursor, sql, parameters, None, many)
+    try:
+        if many:
+            cursor.executemany(sql, parameters)
+        else:
+            cursor.execute(sql, parameters)
+    except connection.dialect.loaded_dbapi.Error as error:
+        gone = connection.dialect.is_disconnect(error, dbapi_connection, cursor)
+        cursor.close()
+        if gone:
+            connection.invalidate(error)
+        raise
+    return cursor

@@ -1,0 +1,181 @@
+"""The repository's statements run on the driver (``refcore_sqlstore.driver``) send the SQL and
+parameters SQLAlchemy's own path would, and read and write the same values, type by type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, bindparam, event, select
+
+from refcore.clocks import ManualClock
+from refcore.errors import InternalError
+from refcore.models import DisputeStatus, Event, EventType
+from refcore.services import payouts
+from refcore_sqlstore import SqlStore
+from refcore_sqlstore.driver import DriverStatement
+from refcore_sqlstore.repository import SqlRepository
+from refcore_sqlstore.statements import TableStatements, statements_of
+from refcore_sqlstore.tables import commission_entries, events, metadata, payments
+from refcore_sqlstore.unit_of_work import MODELS, mappers
+from tests.contract.scenario import build_world
+from tests.sqlstore.raw import engine_of
+from tests.stores import psycopg_connect
+
+NOW = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
+
+
+def _history(store: SqlStore) -> str:
+    """Rows in most tables, of every column type; the App's ID."""
+    clock = ManualClock()
+    world = build_world(store.runtime(clock=clock), clock, hold_days=0)
+    customer = world.referred_customer()
+    world.identify(world.capture(), email="by-email@example.com")
+    world.pay(customer, 10_000, payment_id="pay_1")
+    world.refund("pay_1", 1_000, refund_id="re_1")
+    world.dispute("dp_1", "pay_1", DisputeStatus.OPENED, 1_000)
+    world.dispute("dp_1", "pay_1", DisputeStatus.WON, 1_000)
+    payouts.mark_paid(world.rt, world.session, world.affiliate.id)
+    return world.app.id
+
+
+@contextmanager
+def _sent(store: SqlStore) -> Iterator[list[tuple[str, Any]]]:
+    """The SQL text and parameters of every statement sent, by either path."""
+    sent: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
+        sent.append((statement, parameters))
+
+    engine = engine_of(store)
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def _typed(rows: list[dict[str, Any]]) -> list[dict[str, tuple[type, Any]]]:
+    """Rows with each value's type beside it: ``1 == True`` must not pass for a boolean."""
+    return [{name: (type(value), value) for name, value in row.items()} for row in rows]
+
+
+def test_rows_read_on_the_driver_equal_sqlalchemys_for_every_table(sql_store: SqlStore) -> None:
+    _history(sql_store)
+    tables_with_rows = 0
+    with engine_of(sql_store).connect() as connection:
+        for name in sorted(MODELS):
+            table = metadata.tables[name]
+            statement = select(table).order_by(table.c.id)
+            expected = [dict(row) for row in connection.execute(statement).mappings()]
+            on_driver = DriverStatement(statement, connection.dialect).fetch(connection, {})
+            assert _typed(on_driver) == _typed(expected), name
+            tables_with_rows += bool(expected)
+    assert tables_with_rows >= 15  # the history reached most tables, so most column types were compared
+
+
+def test_a_row_written_on_the_driver_reads_back_through_sqlalchemy_value_for_value(
+    sql_store: SqlStore,
+) -> None:
+    app_id = _history(sql_store)
+    data = {"nested": {"list": [1, 2.5, "x", None, True]}, "unicode": "é😀"}
+    written = Event(
+        id="whev_driver",
+        app_id=app_id,
+        type=EventType.WEBHOOK_TEST,
+        livemode=False,
+        created_at=NOW,
+        data=data,
+    )
+    with sql_store.unit_of_work() as uow:
+        uow.events.add(written)
+        uow.commit()
+    with engine_of(sql_store).connect() as connection:
+        row = connection.execute(select(events).where(events.c.id == "whev_driver")).mappings().one()
+    assert row["created_at"] == NOW and row["created_at"].tzinfo is not None
+    assert row["data"] == data
+    assert row["livemode"] is False
+    assert row["type"] == EventType.WEBHOOK_TEST.value
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(
+            lambda s: (s.by_id(for_update=True), TableStatements.id_param("pay_1")), id="by id, locked"
+        ),
+        pytest.param(
+            lambda s: (
+                s.one(TableStatements.shape({"app_id": "x", "mode": None}), for_update=False),
+                TableStatements.params({"app_id": "x", "mode": None}),
+            ),
+            id="one, with a NULL",
+        ),
+        pytest.param(
+            lambda s: (
+                s.page(TableStatements.shape({"app_id": "x"}), limit=26, before=True),
+                {**TableStatements.params({"app_id": "x"}), **TableStatements.before_param("pay_9")},
+            ),
+            id="page before a cursor",
+        ),
+    ],
+)
+def test_the_sql_and_parameters_sent_are_sqlalchemys(sql_store: SqlStore, build: Any) -> None:
+    engine = engine_of(sql_store)
+    statements = statements_of(payments, engine.dialect)
+    driver_statement, params = build(statements)
+    with _sent(sql_store) as sent, engine.connect() as connection:
+        driver_statement.fetch(connection, params)
+        connection.execute(driver_statement.statement, params).all()
+    assert len(sent) == 2
+    assert sent[0] == sent[1]
+
+
+def test_an_update_sends_only_the_columns_given(sql_store: SqlStore) -> None:
+    engine = engine_of(sql_store)
+    update = statements_of(commission_entries, engine.dialect).update_by_id(["currency"])
+    assert "currency" in update.sql and "amount" not in update.sql
+
+
+def test_a_statement_rendered_at_each_execution_is_refused(sql_store: SqlStore) -> None:
+    by_ids = select(payments.c.id).where(payments.c.id.in_(bindparam("ids", expanding=True)))
+    with pytest.raises(ValueError, match="rendered at each execution"):
+        DriverStatement(by_ids, engine_of(sql_store).dialect)
+
+
+def test_a_statement_outside_a_transaction_begins_one_so_commit_commits(sql_store: SqlStore) -> None:
+    app_id = _history(sql_store)
+    event_ = Event(
+        id="whev_2", app_id=app_id, type=EventType.WEBHOOK_TEST, livemode=True, created_at=NOW, data={}
+    )
+    with engine_of(sql_store).connect() as connection:
+        connection.begin()
+        connection.rollback()
+        assert not connection.in_transaction()
+        SqlRepository(connection, mappers()["events"]).add(event_)
+        assert connection.in_transaction()
+        connection.commit()
+    with sql_store.read_unit_of_work() as uow:
+        assert uow.events.get("whev_2") == event_
+
+
+def test_a_lost_postgresql_connection_is_invalidated_and_the_next_unit_of_work_reconnects(
+    sql_store: SqlStore,
+) -> None:
+    engine = engine_of(sql_store)
+    if engine.dialect.name != "postgresql":
+        pytest.skip("terminating a server connection is a PostgreSQL test")
+    with sql_store.unit_of_work() as uow:
+        connection: Connection = uow._require_connection()
+        uow.users.get("usr_none")
+        pid = connection.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+        with psycopg_connect(engine.url.render_as_string(hide_password=False)) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(InternalError):
+            uow.users.get("usr_none")
+        assert connection.invalidated
+    with sql_store.unit_of_work() as uow:
+        assert uow.users.get("usr_none") is None
