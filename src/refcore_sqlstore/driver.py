@@ -23,6 +23,8 @@ What SQLAlchemy's path also did, and this one keeps:
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -74,7 +76,9 @@ class DriverStatement:
             for name, bind in binds.items()
             if bind.value is not None or bind.callable
         }
-        bind_processors = ((name, _bind_processor(binds[name].type, dialect)) for name in self._names)
+        # A name used twice in the statement (positional styles list it twice) is processed once.
+        unique_names = dict.fromkeys(self._names)
+        bind_processors = ((name, _bind_processor(binds[name].type, dialect)) for name in unique_names)
         self._bind_processors: tuple[tuple[str, Processor], ...] = tuple(
             (name, process) for name, process in bind_processors if process is not None
         )
@@ -114,18 +118,37 @@ class DriverStatement:
 
     def fetch(self, connection: Connection, params: Mapping[str, Any]) -> list[Row]:
         """Run a query; its rows as ``{column name: value}``, values converted by their types."""
-        cursor = _run(connection, self.sql, self.parameters(params), many=False)
-        try:
-            rows = cursor.fetchall()
-            names, processors = self._result or self._read_result(connection.dialect, cursor.description)
-        finally:
-            cursor.close()
+        names, rows, processors = self._query(connection, params)
         found = [dict(zip(names, row, strict=True)) for row in rows]
         if processors:
             for row_values, row in zip(rows, found, strict=True):
                 for index, process in processors:
                     row[names[index]] = process(row_values[index])
         return found
+
+    def fetch_tuples(self, connection: Connection, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Run a query; its rows as tuples in the order of its columns, converted by their types."""
+        _names, rows, processors = self._query(connection, params)
+        if not processors:
+            return [tuple(row) for row in rows]
+        found = []
+        for row in rows:
+            values = list(row)
+            for index, process in processors:
+                values[index] = process(values[index])
+            found.append(tuple(values))
+        return found
+
+    def _query(
+        self, connection: Connection, params: Mapping[str, Any]
+    ) -> tuple[tuple[str, ...], list[Sequence[Any]], tuple[tuple[int, Processor], ...]]:
+        cursor = _run(connection, self.sql, self.parameters(params), many=False)
+        try:
+            rows = cursor.fetchall()
+            names, processors = self._result or self._read_result(connection.dialect, cursor.description)
+        finally:
+            cursor.close()
+        return names, rows, processors
 
     def _read_result(
         self, dialect: Dialect, description: Sequence[Sequence[Any]]
@@ -142,6 +165,22 @@ class DriverStatement:
         processors = tuple((index, process) for index, process in found if process is not None)
         self._result = (names, processors)
         return self._result
+
+
+#: Per dialect (one per engine), the module-level statements compiled for it so far.
+_COMPILED: weakref.WeakKeyDictionary[Dialect, dict[int, DriverStatement]] = weakref.WeakKeyDictionary()
+_GUARD = threading.Lock()
+
+
+def compiled_for(statement: ClauseElement, dialect: Dialect) -> DriverStatement:
+    """``statement`` compiled once for ``dialect``; for statements built once, at module level
+    (they are told apart by identity, and must live as long as the process)."""
+    statements = _COMPILED.get(dialect)
+    found = statements.get(id(statement)) if statements is not None else None
+    if found is None or found.statement is not statement:
+        with _GUARD:
+            found = _COMPILED.setdefault(dialect, {})[id(statement)] = DriverStatement(statement, dialect)
+    return found
 
 
 def _bind_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor | None:

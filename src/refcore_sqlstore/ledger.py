@@ -30,12 +30,24 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, bindparam, case, exists, func, literal, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    bindparam,
+    case,
+    exists,
+    func,
+    literal,
+    literal_column,
+    select,
+)
 
 from refcore.models import EntryStatus, Mode
 from refcore.models.payout import PayoutExecutionStatus
 from refcore.ports.ledger import EntryPayoutStates
+from refcore_sqlstore.driver import compiled_for
 from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.id_lists import in_id_list
 from refcore_sqlstore.tables import (
     affiliate_balance_buckets,
     commission_entries,
@@ -48,15 +60,15 @@ from refcore_sqlstore.types import UtcDateTime
 _LIVE_PAYOUT = (PayoutExecutionStatus.PREPARED.value, PayoutExecutionStatus.READY.value)
 _SUCCEEDED = PayoutExecutionStatus.SUCCEEDED.value
 
-#: Built once: lookups by a list of IDs (``IN``, one bound list) through the primary or a
-#: unique key.
+#: Built once: lookups by a list of IDs (one bound list, see ``id_lists``) through the primary
+#: or a unique key.
 _PAYOUT_STATES = (
     select(payout_items.c.entry_id, payout_executions.c.status)
     .select_from(payout_items.join(payout_executions, payout_executions.c.id == payout_items.c.execution_id))
-    .where(payout_items.c.active_entry_id.in_(bindparam("ids", expanding=True)))
+    .where(in_id_list(payout_items.c.active_entry_id, "ids"))
 )
 _HELD_PAYMENTS = select(payments.c.id).where(
-    payments.c.id.in_(bindparam("ids", expanding=True)), payments.c.open_dispute_count > 0
+    in_id_list(payments.c.id, "ids"), payments.c.open_dispute_count > 0
 )
 
 
@@ -118,7 +130,9 @@ def _status_sums_statement(with_payouts: bool) -> Any:
     """Built once per shape (statement building costs more than running it)."""
     if with_payouts:
         paid: Any = _execution_sum(payout_executions.c.status == _SUCCEEDED)
-        processing: Any = _execution_sum(payout_executions.c.status.in_(_LIVE_PAYOUT))
+        # The statuses written into the SQL: a bound list would be rendered anew at each call.
+        live: list[Any] = [literal_column(f"'{status}'") for status in _LIVE_PAYOUT]
+        processing: Any = _execution_sum(payout_executions.c.status.in_(live))
     else:
         paid = processing = literal(0)
     b = affiliate_balance_buckets
@@ -185,7 +199,9 @@ class SqlLedgerReads:
             "now": now,
         }
         with database_errors(), _generic_plan(self._connection):
-            row = self._connection.execute(_STATUS_SUMS[mode], parameters).one()
+            (row,) = compiled_for(_STATUS_SUMS[mode], self._connection.dialect).fetch_tuples(
+                self._connection, parameters
+            )
         paid, processing, held, open_total, *approved_parts = (int(value or 0) for value in row)
         approved = sum(approved_parts)
         return {
@@ -201,7 +217,9 @@ class SqlLedgerReads:
         if not ids:
             return EntryPayoutStates()
         with database_errors():
-            rows = self._connection.execute(_PAYOUT_STATES, {"ids": ids}).all()
+            rows = compiled_for(_PAYOUT_STATES, self._connection.dialect).fetch_tuples(
+                self._connection, {"ids": ids}
+            )
         paid = frozenset(entry for entry, status in rows if status == _SUCCEEDED)
         processing = frozenset(entry for entry, status in rows if status in _LIVE_PAYOUT)
         return EntryPayoutStates(paid=paid, processing=processing)
@@ -211,5 +229,7 @@ class SqlLedgerReads:
         if not ids:
             return frozenset()
         with database_errors():
-            rows = self._connection.execute(_HELD_PAYMENTS, {"ids": ids}).all()
+            rows = compiled_for(_HELD_PAYMENTS, self._connection.dialect).fetch_tuples(
+                self._connection, {"ids": ids}
+            )
         return frozenset(row[0] for row in rows)

@@ -22,8 +22,10 @@ from typing import Any
 from sqlalchemy import Engine, Integer, bindparam, or_, select, update
 
 from refcore.models import Event
+from refcore_sqlstore.driver import compiled_for
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import write_transaction
+from refcore_sqlstore.id_lists import in_id_list
 from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.tables import events
 from refcore_sqlstore.types import UtcDateTime
@@ -42,12 +44,17 @@ _CLAIMABLE = (
 _CLAIMABLE_SKIP_LOCKED = _CLAIMABLE.with_for_update(skip_locked=True)
 _MARK_CLAIMED = (
     update(events)
-    .where(events.c.id.in_(bindparam("ids", expanding=True)))
+    .where(in_id_list(events.c.id, "ids"))
     .values(claimed_at=bindparam("now", type_=UtcDateTime()))
 )
 _CLOSE_UNDELIVERED = (
     update(events)
-    .where(events.c.id.in_(bindparam("ids", expanding=True)), events.c.delivered_at.is_(None))
+    .where(in_id_list(events.c.id, "ids"), events.c.delivered_at.is_(None))
+    .values(delivered_at=bindparam("now", type_=UtcDateTime()))
+)
+_CLOSE_ONE = (
+    update(events)
+    .where(events.c.id == bindparam("id"))
     .values(delivered_at=bindparam("now", type_=UtcDateTime()))
 )
 
@@ -63,11 +70,12 @@ class SqlOutbox:
         expired = now - timedelta(seconds=lease_seconds)
         postgresql = self._engine.dialect.name == "postgresql"
         statement = _CLAIMABLE_SKIP_LOCKED if postgresql else _CLAIMABLE
+        dialect = self._engine.dialect
         with database_errors(), write_transaction(self._engine) as connection:
-            rows = connection.execute(statement, {"expired": expired, "limit": limit}).mappings().all()
+            rows = compiled_for(statement, dialect).fetch(connection, {"expired": expired, "limit": limit})
             ids = [row["id"] for row in rows]
             if ids:
-                connection.execute(_MARK_CLAIMED, {"ids": ids, "now": now})
+                compiled_for(_MARK_CLAIMED, dialect).execute(connection, {"ids": ids, "now": now})
         claimed: list[Event] = []
         for row in rows:
             claimed.append(self._mapper.from_row({**row, "claimed_at": now}))
@@ -75,14 +83,16 @@ class SqlOutbox:
 
     def mark_delivered(self, event_id: str, *, now: datetime) -> None:
         with database_errors(), write_transaction(self._engine) as connection:
-            result = connection.execute(
-                update(events).where(events.c.id == event_id).values(delivered_at=now)
+            matched = compiled_for(_CLOSE_ONE, self._engine.dialect).execute(
+                connection, {"id": event_id, "now": now}
             )
-        if result.rowcount == 0:
+        if matched == 0:
             raise KeyError(event_id)
 
     def mark_all_delivered(self, event_ids: Sequence[str], *, now: datetime) -> None:
         if not event_ids:
             return
         with database_errors(), write_transaction(self._engine) as connection:
-            connection.execute(_CLOSE_UNDELIVERED, {"ids": sorted(set(event_ids)), "now": now})
+            compiled_for(_CLOSE_UNDELIVERED, self._engine.dialect).execute(
+                connection, {"ids": sorted(set(event_ids)), "now": now}
+            )

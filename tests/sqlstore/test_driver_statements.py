@@ -16,7 +16,8 @@ from refcore.errors import InternalError
 from refcore.models import DisputeStatus, Event, EventType
 from refcore.services import payouts
 from refcore_sqlstore import SqlStore
-from refcore_sqlstore.driver import DriverStatement
+from refcore_sqlstore.driver import DriverStatement, compiled_for
+from refcore_sqlstore.id_lists import in_id_list
 from refcore_sqlstore.repository import SqlRepository
 from refcore_sqlstore.statements import TableStatements, statements_of
 from refcore_sqlstore.tables import commission_entries, events, metadata, payments
@@ -179,3 +180,36 @@ def test_a_lost_postgresql_connection_is_invalidated_and_the_next_unit_of_work_r
         assert connection.invalidated
     with sql_store.unit_of_work() as uow:
         assert uow.users.get("usr_none") is None
+
+
+ODD_IDS = ["whev_a", "whev_'quoted'", 'whev_"double"', "whev_é😀", "whev_,comma", "whev_[1]"]
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [["whev_a"], ODD_IDS, ["whev_missing"], ["whev_a", "whev_a", "whev_missing"], ODD_IDS[1:4]],
+    ids=["one", "every odd one", "none stored", "repeated and missing", "some"],
+)
+def test_an_id_list_bound_as_one_parameter_matches_exactly_its_ids(
+    sql_store: SqlStore, wanted: list[str]
+) -> None:
+    app_id = _history(sql_store)
+    with sql_store.unit_of_work() as uow:
+        for id in ODD_IDS:
+            uow.events.add(
+                Event(
+                    id=id, app_id=app_id, type=EventType.WEBHOOK_TEST, livemode=True, created_at=NOW, data={}
+                )
+            )
+        uow.commit()
+    engine = engine_of(sql_store)
+    statement = select(events.c.id).where(in_id_list(events.c.id, "ids"))
+    with engine.connect() as connection:
+        found = compiled_for(statement, engine.dialect).fetch_tuples(connection, {"ids": wanted})
+    assert sorted(id for (id,) in found) == sorted(set(wanted) & set(ODD_IDS))
+
+
+def test_a_statement_compiled_for_one_dialect_is_reused(sql_store: SqlStore) -> None:
+    dialect = engine_of(sql_store).dialect
+    statement = select(events.c.id).where(in_id_list(events.c.id, "ids"))
+    assert compiled_for(statement, dialect) is compiled_for(statement, dialect)
