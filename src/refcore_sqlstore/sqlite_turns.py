@@ -17,21 +17,50 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Self
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from refcore.errors import InternalError
 from refcore_sqlstore.engine import READ_ONLY_BEGIN
+from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import GroupCommit, Savepoint, _Group, group_commit
+from refcore_sqlstore.read_connections import ReadConnections
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
 
 class ReadOnlyUnitOfWork(SqlUnitOfWork):
+    """A deferred read on a connection the store keeps between reads
+    (:mod:`refcore_sqlstore.read_connections`)."""
+
+    def __init__(self, engine: Engine, readers: ReadConnections) -> None:
+        super().__init__(engine)
+        self._readers = readers
+
+    def _connect(self) -> Connection:
+        return self._readers.take()
+
     def __enter__(self) -> Self:
         token = READ_ONLY_BEGIN.set(True)
         try:
             return super().__enter__()
         finally:
             READ_ONLY_BEGIN.reset(token)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        self._forget_repositories()
+        try:
+            with database_errors():
+                self._readers.give_back(connection)  # rolls back: nothing a read did is kept
+        except InternalError:
+            if exc is None:
+                raise
 
 
 class GroupCommitUnitOfWork(SqlUnitOfWork):

@@ -21,6 +21,7 @@ from refcore_sqlstore.group_commit import existing_group_commit
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
+from refcore_sqlstore.read_connections import ReadConnections
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 
@@ -36,6 +37,7 @@ class SqlStore:
         self._url = normalise_url(database_url)
         self._engine = create_store_engine(self._url, pool_size=pool_size, max_overflow=max_overflow)
         self._outbox = SqlOutbox(self._engine, self._mappers["events"])
+        self._readers = ReadConnections(self._engine)
 
     @property
     def dialect(self) -> str:
@@ -67,7 +69,7 @@ class SqlStore:
         ``READ ONLY`` transaction ended by ``COMMIT``, which keeps psycopg's prepared statements
         (see :mod:`refcore_sqlstore.postgres_reads`)."""
         if self.dialect == "sqlite":
-            return ReadOnlyUnitOfWork(self._engine)
+            return ReadOnlyUnitOfWork(self._engine, self._readers)
         return PostgresReadUnitOfWork(self._engine)
 
     def runtime(self, clock: Clock | None = None, notifier: EventNotifier | None = None) -> Runtime:
@@ -91,6 +93,7 @@ class SqlStore:
         turns = existing_group_commit(self._engine)
         if turns is not None:
             turns.release_writer()
+        self._readers.close_all()
         self._engine.dispose()
 
     def __repr__(self) -> str:
