@@ -68,6 +68,9 @@ class DriverStatement:
         for name, bind in binds.items():
             if bind.expanding or bind.literal_execute:
                 raise ValueError(f"bind {name!r} is rendered at each execution; run it through SQLAlchemy")
+        if compiled.escaped_bind_names:
+            # A name the paramstyle cannot carry as is, renamed in the SQL text only.
+            raise ValueError(f"bind names {sorted(compiled.escaped_bind_names)} need escaping; rename them")
         positiontup = compiled.positiontup
         self._positional = positiontup is not None
         self._names: tuple[str, ...] = tuple(positiontup) if positiontup is not None else tuple(binds)

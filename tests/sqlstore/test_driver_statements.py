@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Connection, bindparam, event, select
+from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
 
 from refcore.clocks import ManualClock
 from refcore.errors import InternalError
@@ -213,3 +214,9 @@ def test_a_statement_compiled_for_one_dialect_is_reused(sql_store: SqlStore) -> 
     dialect = engine_of(sql_store).dialect
     statement = select(events.c.id).where(in_id_list(events.c.id, "ids"))
     assert compiled_for(statement, dialect) is compiled_for(statement, dialect)
+
+
+def test_a_bind_name_the_paramstyle_would_rename_is_refused() -> None:
+    by_odd_name = select(events.c.id).where(events.c.id == bindparam("id%s"))
+    with pytest.raises(ValueError, match="need escaping"):
+        DriverStatement(by_odd_name, psycopg_dialect.dialect())
