@@ -175,6 +175,10 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+#: Built once: ``json.loads`` with a keyword argument builds a new decoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def decode_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
     """The JSON object in ``raw``; ``invalid_json`` for anything else."""
     if not is_json_media_type(content_type):
@@ -182,7 +186,8 @@ def decode_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
     if not raw.strip():
         raise InvalidJson("The request body is empty; a JSON object is expected")
     try:
-        value = json.loads(raw, parse_constant=_reject_constant)
+        # What ``json.loads`` does with bytes: UTF-8, -16 or -32, told apart by the first bytes.
+        value = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
     except (ValueError, RecursionError):
         raise InvalidJson("The request body is not valid JSON") from None
     if not isinstance(value, dict):
