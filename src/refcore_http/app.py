@@ -78,11 +78,13 @@ def create_app(
     require_secret_key(settings)
     api = describe(all_endpoints(extra))
     workers = worker_threads(settings.worker_threads)
+    read_threads = settings.read_threads
     context = Context(
         runtime=runtime,
         settings=settings,
         api=api,
         workers=workers,
+        read_workers=worker_threads(read_threads, name="refcore-reader") if read_threads else workers,
         capture_batches=CaptureBatches(partial(record_captures, runtime), workers),
     )
     app = Starlette(

@@ -56,6 +56,9 @@ class Context:
     settings: Settings
     api: Api
     workers: WorkerThreads
+    #: Where ``GET`` requests run: a pool of their own (``REFCORE_READ_WORKER_THREADS``), or
+    #: ``workers`` itself.
+    read_workers: WorkerThreads
     capture_batches: CaptureBatches
 
 
@@ -155,7 +158,8 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
                 with context.runtime.shared_read():
                     return handler(call_as(authenticate()))
 
-            reply = await context.workers.run(authenticate_and_handle)
+            pool = context.read_workers if endpoint.method == "GET" else context.workers
+            reply = await pool.run(authenticate_and_handle)
         response = _render(reply)
     except RefcoreError as exc:
         response = refcore_error_response(exc)

@@ -142,6 +142,19 @@ class Settings:
     #: rest wait on the event loop, which costs nothing. More threads than the CPUs and database
     #: can serve only make them take turns (``docs/performance.md``).
     worker_threads: int = DEFAULT_MAX_THREADS
+    #: ``REFCORE_READ_WORKER_THREADS``: ``GET`` requests run in a pool of their own of this many
+    #: threads; ``0`` runs them in the pool above. Unset: one on SQLite, whose reads are the
+    #: interpreter's work alone and whose latency tail came from threads taking turns for the
+    #: GIL (commissions page p99 68-75 ms with 8 threads, 42-43 ms with one; ``bench/notes.md``),
+    #: and ``0`` on PostgreSQL, whose reads wait on the network and need threads to overlap.
+    read_worker_threads: int | None = None
+
+    @property
+    def read_threads(self) -> int:
+        """The size of the pool of ``GET`` requests (``0``: they share the main pool)."""
+        if self.read_worker_threads is not None:
+            return self.read_worker_threads
+        return 1 if self.database_url.startswith("sqlite") else 0
 
     def __attrs_post_init__(self) -> None:
         _secret_key(self.secret_key)
@@ -200,6 +213,10 @@ class Settings:
             values["db_max_overflow"] = _count(env["REFCORE_DB_MAX_OVERFLOW"], name="REFCORE_DB_MAX_OVERFLOW")
         if env.get("REFCORE_WORKER_THREADS"):
             values["worker_threads"] = _positive(env["REFCORE_WORKER_THREADS"], name="REFCORE_WORKER_THREADS")
+        if env.get("REFCORE_READ_WORKER_THREADS"):
+            values["read_worker_threads"] = _count(
+                env["REFCORE_READ_WORKER_THREADS"], name="REFCORE_READ_WORKER_THREADS"
+            )
         settings = cls(**values)
         return settings.with_overrides(**overrides)
 

@@ -115,15 +115,15 @@ class WorkerThreads:
                 future.set_exception(error)
 
 
-_POOLS: dict[int, WorkerThreads] = {}
+_POOLS: dict[tuple[str, int], WorkerThreads] = {}
 _POOLS_GUARD = threading.Lock()
 
 
-def worker_threads(max_threads: int = DEFAULT_MAX_THREADS) -> WorkerThreads:
-    """The process's pool of this size, shared by every app that asks for it (one app per
-    process in production; many apps, one after another, in a test run)."""
+def worker_threads(max_threads: int = DEFAULT_MAX_THREADS, *, name: str = "refcore-worker") -> WorkerThreads:
+    """The process's pool of this name and size, shared by every app that asks for it (one app
+    per process in production; many apps, one after another, in a test run)."""
     with _POOLS_GUARD:
-        pool = _POOLS.get(max_threads)
+        pool = _POOLS.get((name, max_threads))
         if pool is None:
-            pool = _POOLS[max_threads] = WorkerThreads(max_threads)
+            pool = _POOLS[name, max_threads] = WorkerThreads(max_threads, name=name)
         return pool

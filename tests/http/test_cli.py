@@ -147,6 +147,8 @@ def test_settings_come_from_the_environment_and_flags_win() -> None:
         ({"REFCORE_DB_MAX_OVERFLOW": "-1"}, "REFCORE_DB_MAX_OVERFLOW"),
         ({"REFCORE_WORKER_THREADS": "0"}, "REFCORE_WORKER_THREADS"),
         ({"REFCORE_WORKER_THREADS": "many"}, "REFCORE_WORKER_THREADS"),
+        ({"REFCORE_READ_WORKER_THREADS": "-1"}, "REFCORE_READ_WORKER_THREADS"),
+        ({"REFCORE_READ_WORKER_THREADS": "one"}, "REFCORE_READ_WORKER_THREADS"),
     ],
 )
 def test_a_bad_setting_names_its_variable(env: dict[str, str], variable: str) -> None:
@@ -238,7 +240,7 @@ def test_handlers_run_in_a_pool_of_the_configured_size(monkeypatch: pytest.Monke
     """``REFCORE_WORKER_THREADS`` bounds how many requests run the core at once."""
     from refcore_http.workers import worker_threads
 
-    settings = Settings.from_env({"REFCORE_WORKER_THREADS": "3"})
+    settings = Settings.from_env({"REFCORE_WORKER_THREADS": "3", "REFCORE_READ_WORKER_THREADS": "0"})
     assert settings.worker_threads == 3
     assert Settings.from_env({}).worker_threads == worker_threads().max_threads
     pool = worker_threads(3)
@@ -254,3 +256,40 @@ def test_handlers_run_in_a_pool_of_the_configured_size(monkeypatch: pytest.Monke
     client = Client(create_app(open_store("memory://").runtime, settings))
     expect(client.get("/v1"), 200)
     assert len(calls) == 1
+
+
+def test_get_requests_run_in_their_own_pool_of_the_configured_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``REFCORE_READ_WORKER_THREADS``: reads in a pool of their own, writes in the main pool."""
+    from refcore_http.workers import worker_threads
+
+    settings = Settings.from_env({"REFCORE_WORKER_THREADS": "5", "REFCORE_READ_WORKER_THREADS": "2"})
+    assert settings.read_threads == 2
+    readers, writers = worker_threads(2, name="refcore-reader"), worker_threads(5)
+    ran: list[str] = []
+    for label, pool in (("read", readers), ("write", writers)):
+        original = pool.run
+
+        async def counting(work: Any, label: str = label, original: Any = original) -> Any:
+            ran.append(label)
+            return await original(work)
+
+        monkeypatch.setattr(pool, "run", counting)
+    client = Client(create_app(open_store("memory://").runtime, settings))
+    expect(client.get("/v1"), 200)
+    assert ran == ["read"]
+    # An unknown key is refused in the worker thread that looks it up.
+    expect(
+        client.post("/v1/organizations", json={"name": "x"}, headers={"Authorization": "Bearer key_x"}), 401
+    )
+    assert ran == ["read", "write"]
+
+
+@pytest.mark.parametrize(
+    ("url", "threads"),
+    [("sqlite:///refcore.db", 1), ("postgresql://db/refcore", 0)],
+    ids=["SQLite: one reader thread", "PostgreSQL: reads share the main pool"],
+)
+def test_the_read_pool_by_default_depends_on_the_database(url: str, threads: int) -> None:
+    assert Settings.from_env({"REFCORE_DATABASE_URL": url}).read_threads == threads
+    explicit = {"REFCORE_DATABASE_URL": url, "REFCORE_READ_WORKER_THREADS": "3"}
+    assert Settings.from_env(explicit).read_threads == 3
