@@ -25,6 +25,14 @@ from sqlalchemy import Connection, Engine
 KEEP_IDLE = 8
 
 
+def idle_readers_for(pool_size: int) -> int:
+    """How many idle read connections a pool of ``pool_size`` can spare: they stay checked out,
+    so they must leave the group commit's writer connection and one more free, or a small pool
+    (``REFCORE_DB_POOL_SIZE=3`` with no overflow) would keep every connection idle for reads
+    while a write waited for one."""
+    return max(0, min(KEEP_IDLE, pool_size - 2))
+
+
 class ReadConnections:
     """The idle read connections of one engine (thread-safe: a deque's ends are atomic)."""
 

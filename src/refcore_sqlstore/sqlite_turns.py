@@ -21,7 +21,6 @@ from sqlalchemy import Connection, Engine
 
 from refcore.errors import InternalError
 from refcore_sqlstore.engine import READ_ONLY_BEGIN
-from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import GroupCommit, Savepoint, _Group, group_commit
 from refcore_sqlstore.read_connections import ReadConnections
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
@@ -45,22 +44,8 @@ class ReadOnlyUnitOfWork(SqlUnitOfWork):
         finally:
             READ_ONLY_BEGIN.reset(token)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        self._forget_repositories()
-        try:
-            with database_errors():
-                self._readers.give_back(connection)  # rolls back: nothing a read did is kept
-        except InternalError:
-            if exc is None:
-                raise
+    def _release(self, connection: Connection) -> None:
+        self._readers.give_back(connection)  # rolls back: nothing a read did is kept
 
 
 class GroupCommitUnitOfWork(SqlUnitOfWork):

@@ -21,7 +21,7 @@ from refcore_sqlstore.group_commit import existing_group_commit
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
-from refcore_sqlstore.read_connections import ReadConnections
+from refcore_sqlstore.read_connections import ReadConnections, idle_readers_for
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 
@@ -37,7 +37,7 @@ class SqlStore:
         self._url = normalise_url(database_url)
         self._engine = create_store_engine(self._url, pool_size=pool_size, max_overflow=max_overflow)
         self._outbox = SqlOutbox(self._engine, self._mappers["events"])
-        self._readers = ReadConnections(self._engine)
+        self._readers = ReadConnections(self._engine, keep=idle_readers_for(pool_size))
 
     @property
     def dialect(self) -> str:

@@ -201,10 +201,14 @@ class SqlUnitOfWork:
         self._forget_repositories()
         try:
             with database_errors():
-                connection.close()  # rolls back whatever was not committed
+                self._release(connection)
         except InternalError:
             if exc is None:
                 raise
+
+    def _release(self, connection: Connection) -> None:
+        """End the unit of work's connection: closing it rolls back whatever was not committed."""
+        connection.close()
 
     def _require_connection(self) -> Connection:
         if self._connection is None:

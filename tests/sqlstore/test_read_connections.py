@@ -12,7 +12,7 @@ import pytest
 
 from refcore.models import User
 from refcore_sqlstore import SqlStore
-from refcore_sqlstore.read_connections import KEEP_IDLE, ReadConnections
+from refcore_sqlstore.read_connections import KEEP_IDLE, ReadConnections, idle_readers_for
 from tests.sqlstore.raw import engine_of
 from tests.stores import fresh_sqlite_store
 
@@ -91,3 +91,24 @@ def test_dispose_gives_every_kept_connection_back_to_the_pool(store: SqlStore) -
     store.dispose()
     assert _readers(store).idle == 0
     assert engine_of(store).pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+def test_a_small_pool_keeps_a_connection_free_for_the_writer_however_many_reads_ran_at_once(
+    store: SqlStore,
+) -> None:
+    small = SqlStore(engine_of(store).url.render_as_string(hide_password=False), pool_size=3, max_overflow=0)
+    try:
+        with ExitStack() as reads:
+            for _ in range(3):
+                reads.enter_context(small.read_unit_of_work()).users.get("usr_none")
+        assert _readers(small).idle == idle_readers_for(3) == 1
+        _add_user(small, 3)  # would wait for the pool's 30 s timeout if every connection were kept
+        with small.read_unit_of_work() as uow:
+            assert uow.users.get("usr_3") is not None
+    finally:
+        small.dispose()
+
+
+@pytest.mark.parametrize(("pool_size", "kept"), [(1, 0), (2, 0), (3, 1), (10, KEEP_IDLE), (50, KEEP_IDLE)])
+def test_the_idle_readers_kept_leave_two_connections_of_the_pool_free(pool_size: int, kept: int) -> None:
+    assert idle_readers_for(pool_size) == kept
