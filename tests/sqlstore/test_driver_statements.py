@@ -25,7 +25,7 @@ from refcore_sqlstore.tables import commission_entries, events, metadata, paymen
 from refcore_sqlstore.unit_of_work import MODELS, mappers
 from tests.contract.scenario import build_world
 from tests.sqlstore.raw import engine_of
-from tests.stores import psycopg_connect
+from tests.stores import emptied_postgres_store, psycopg_connect
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 
@@ -164,12 +164,18 @@ def test_a_statement_outside_a_transaction_begins_one_so_commit_commits(sql_stor
         assert uow.events.get("whev_2") == event_
 
 
+@pytest.fixture
+def postgres_store() -> Iterator[SqlStore]:
+    """PostgreSQL alone: a server connection can be terminated from outside."""
+    with emptied_postgres_store() as store:
+        yield store
+
+
 def test_a_lost_postgresql_connection_is_invalidated_and_the_next_unit_of_work_reconnects(
-    sql_store: SqlStore,
+    postgres_store: SqlStore,
 ) -> None:
+    sql_store = postgres_store
     engine = engine_of(sql_store)
-    if engine.dialect.name != "postgresql":
-        pytest.skip("terminating a server connection is a PostgreSQL test")
     with sql_store.unit_of_work() as uow:
         connection: Connection = uow._require_connection()
         uow.users.get("usr_none")
