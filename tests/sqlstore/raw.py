@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from refcore_sqlstore import SqlStore
 from tests.stores import psycopg_connect
@@ -51,3 +53,23 @@ def rows(store: SqlStore, statement: str, *params: Any) -> list[tuple[Any, ...]]
             connection.close()
     with psycopg_connect(url.render_as_string(hide_password=False)) as pg:
         return [tuple(row) for row in pg.execute(statement.replace("?", "%s"), params).fetchall()]  # type: ignore[arg-type]
+
+
+@contextmanager
+def recorded_statements(
+    store: SqlStore, keep: Callable[[str], bool] = lambda _statement: True
+) -> Iterator[list[tuple[str, Any]]]:
+    """The SQL text and parameters of each statement the store sends inside the block (those
+    ``keep`` accepts), as its ``before_cursor_execute`` listeners hear them."""
+    statements: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
+        if keep(statement):
+            statements.append((statement, parameters))
+
+    engine = engine_of(store)
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)

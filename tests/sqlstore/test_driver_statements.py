@@ -4,12 +4,11 @@ parameters SQLAlchemy's own path would, and read and write the same values, type
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, bindparam, event, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
 
 from refcore.clocks import ManualClock
@@ -24,7 +23,7 @@ from refcore_sqlstore.statements import TableStatements, statements_of
 from refcore_sqlstore.tables import commission_entries, events, metadata, payments
 from refcore_sqlstore.unit_of_work import MODELS, mappers
 from tests.contract.scenario import build_world
-from tests.sqlstore.raw import engine_of
+from tests.sqlstore.raw import engine_of, recorded_statements
 from tests.stores import emptied_postgres_store, psycopg_connect
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
@@ -42,22 +41,6 @@ def _history(store: SqlStore) -> str:
     world.dispute("dp_1", "pay_1", DisputeStatus.WON, 1_000)
     payouts.mark_paid(world.rt, world.session, world.affiliate.id)
     return world.app.id
-
-
-@contextmanager
-def _sent(store: SqlStore) -> Iterator[list[tuple[str, Any]]]:
-    """The SQL text and parameters of every statement sent, by either path."""
-    sent: list[tuple[str, Any]] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
-        sent.append((statement, parameters))
-
-    engine = engine_of(store)
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield sent
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def _typed(rows: list[dict[str, Any]]) -> list[dict[str, tuple[type, Any]]]:
@@ -129,7 +112,7 @@ def test_the_sql_and_parameters_sent_are_sqlalchemys(sql_store: SqlStore, build:
     engine = engine_of(sql_store)
     statements = statements_of(payments, engine.dialect)
     driver_statement, params = build(statements)
-    with _sent(sql_store) as sent, engine.connect() as connection:
+    with recorded_statements(sql_store) as sent, engine.connect() as connection:
         driver_statement.fetch(connection, params)
         connection.execute(driver_statement.statement, params).all()
     assert len(sent) == 2

@@ -18,10 +18,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
-
-from sqlalchemy import event
 
 from refcore.clocks import ManualClock
 from refcore.models import DisputeStatus, Mode
@@ -29,7 +27,7 @@ from refcore.services import activity, affiliates, commissions, payouts, program
 from refcore.services.activity import ActivityQuery
 from refcore_sqlstore import SqlStore
 from tests.contract.scenario import World, build_world
-from tests.sqlstore.raw import engine_of
+from tests.sqlstore.raw import engine_of, recorded_statements
 
 #: A whole walk of this index reads only undelivered events, however long history is.
 ALLOWED_WALKS = frozenset({"ix_events_undelivered"})
@@ -37,20 +35,8 @@ ALLOWED_WALKS = frozenset({"ix_events_undelivered"})
 PARAMETER_LIST_WALK = "SCAN json_each VIRTUAL TABLE"
 
 
-@contextmanager
-def recorded_selects(store: SqlStore) -> Iterator[list[tuple[str, Any]]]:
-    statements: list[tuple[str, Any]] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            statements.append((statement, parameters))
-
-    engine = engine_of(store)
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+def recorded_selects(store: SqlStore) -> AbstractContextManager[list[tuple[str, Any]]]:
+    return recorded_statements(store, keep=lambda statement: statement.lstrip().upper().startswith("SELECT"))
 
 
 def _workload(store: SqlStore) -> None:
