@@ -4,8 +4,30 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from refcore.clocks import ManualClock
-from refcore.identifiers import TimeOrderedIds, prefix_of
+from refcore.identifiers import TimeOrderedIds, _encode, prefix_of
+
+CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def digit_by_digit(value: int) -> str:
+    """The ULID text encoding spelled out: 26 base-32 digits, most significant first."""
+    return "".join(CROCKFORD[(value >> (5 * place)) & 31] for place in reversed(range(26)))
+
+
+@given(st.integers(min_value=0, max_value=2**130 - 1))
+def test_decisions_9_id_bodies_are_the_values_26_crockford_digits(value: int) -> None:
+    assert _encode(value) == digit_by_digit(value)
+
+
+def test_decisions_9_id_body_edges() -> None:
+    assert _encode(0) == "0" * 26
+    assert _encode(31) == "0" * 25 + "z"
+    assert _encode(2**128 - 1) == "7" + "z" * 25
+    assert _encode(2**130 - 1) == "z" * 26
 
 
 def test_decisions_9_ids_carry_their_prefix_and_a_fixed_length_body() -> None:
