@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench.cli import scenarios_after_writes
 from bench.report import verdicts
 from bench.results import Results, Row
 from bench.wrk import Load, Measured, lua_concat, lua_script
@@ -128,3 +129,19 @@ def test_instruction_counts_read_the_totals_line_of_a_callgrind_dump(tmp_path: P
     (tmp_path / "empty").write_text("events: Ir\n")
     with pytest.raises(ValueError, match="no totals"):
         callgrind_totals(tmp_path / "empty")
+
+
+def test_postgresql_reads_that_follow_writes_are_the_ones_run_after_a_vacuum() -> None:
+    every = [
+        "public_capture",
+        "server_capture",
+        "identify",
+        "payment",
+        "refund",
+        "commissions_page",
+        "payout_balance",
+    ]
+    assert scenarios_after_writes(every) == {"commissions_page"}
+    assert scenarios_after_writes(["commissions_page", "payment", "payout_balance"]) == {"payout_balance"}
+    assert scenarios_after_writes(["commissions_page", "payout_balance"]) == frozenset()
+    assert scenarios_after_writes(["payment", "refund"]) == frozenset()
