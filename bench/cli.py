@@ -20,12 +20,14 @@ import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from attrs import evolve, frozen
 from sqlalchemy import create_engine, make_url
 
 from bench import report
+from bench.core_cost import THREADS, WRITES, time_writes
 from bench.databases import postgres_available, postgres_database, sqlite_url
 from bench.machine import facts
 from bench.results import Results, Row, ScaleRow
@@ -62,6 +64,8 @@ class Plan:
     stores: tuple[str, ...]
     scenarios: tuple[str, ...]
     service_seconds: float
+    #: Calls per write and thread count in the in-process measurement of the core (core_cost).
+    core_calls: int
 
     def estimate_seconds(self) -> float:
         per_run = self.warmup + self.duration + 1
@@ -79,10 +83,11 @@ class Plan:
         return (scenario_runs + scale_runs) * per_run + seeding + service + 20 * len(self.stores)
 
 
+_ALL = tuple(s.key for s in SCENARIOS)
 PLANS = {
-    "full": Plan("full", 5, 20, (10_000, 100_000, 1_000_000), STORES, tuple(s.key for s in SCENARIOS), 5),
-    "quick": Plan("quick", 2, 5, (10_000, 100_000), STORES, tuple(s.key for s in SCENARIOS), 2),
-    "smoke": Plan("smoke", 0, 1, (1_000,), ("sqlite",), tuple(s.key for s in SCENARIOS), 0.3),
+    "full": Plan("full", 5, 20, (10_000, 100_000, 1_000_000), STORES, _ALL, 5, 2000),
+    "quick": Plan("quick", 2, 5, (10_000, 100_000), STORES, _ALL, 2, 500),
+    "smoke": Plan("smoke", 0, 1, (1_000,), ("sqlite",), _ALL, 0.3, 20),
 }
 
 
@@ -117,6 +122,8 @@ class Runner:
         cpus = os.cpu_count() or 1
         self.server_cpu: int | None = 0 if cpus >= 2 else None
         self.load_cpu: int | None = 1 if cpus >= 2 else None
+        #: In-process costs of the core's writes (bench.core_cost), per store.
+        self.core: list[dict[str, Any]] = []
 
     def method(self) -> dict[str, str]:
         pinning = (
@@ -240,6 +247,15 @@ class Runner:
                         self.say("  VACUUM ANALYZE after the write scenarios, as autovacuum would")
                         _vacuum_analyze(url)
                     rows.append(self.scenario(store, server, world, by_key(key), url))
+            writes = [key for key in self.plan.scenarios if key in WRITES]
+            if writes:
+                self.say(f"  the core alone, in-process: {', '.join(writes)} at {THREADS} threads")
+                for item in time_writes(
+                    url, world, keys=writes, calls=self.plan.core_calls, cpu=self.server_cpu, run=label()
+                ):
+                    self.core.append({"store": store, **item})
+                    cost = f"{item['cpu_ms']:.2f} ms of CPU a call"
+                    self.say(f"    {item['scenario']}, {item['threads']} thread(s): {cost}")
         return rows
 
     def scaling(self, store: str, results: Results) -> None:
@@ -445,6 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.save(json_path)  # after each step, so a run cut short keeps what it measured
         for store in plan.stores:
             results.rows.extend(runner.store(store))
+            results.core = runner.core
             results.save(json_path)
         if plan.scales:
             for store in plan.stores:

@@ -271,10 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"refcore on {args.store} under callgrind", flush=True)
                 with refcore_counted(args.store, url, work_dir) as server:
                     for key in scenario_keys:
-                        load = by_key(key).load(world)
-                        if load is None:
+                        scenario_load = by_key(key).load(world)
+                        if scenario_load is None:
                             continue
-                        counts.append(count(server, key, load, requests=args.requests))
+                        counts.append(count(server, key, scenario_load, requests=args.requests))
     # The revision of the code measured: where refcore was imported from (a worktree first on
     # PYTHONPATH counts another revision's code with this harness).
     revision = subprocess.run(

@@ -223,6 +223,28 @@ def _service_table(results: Results) -> list[str]:
     return lines
 
 
+def _core_table(results: Results) -> list[str]:
+    """The core's in-process cost per write beside the whole request's, and the ratio to the
+    ceiling the write could reach if everything but the core were free."""
+    ceiling = results.row("ceiling", "ceiling")
+    ceiling_cpu = ceiling.cpu_ms_per_request if ceiling is not None else None
+    lines = [
+        "| Store | Write | threads | calls | core CPU ms / call | server CPU ms / request "
+        "| core's share | x ceiling at most |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for item in results.core:
+        row = results.row(item["store"], item["scenario"])
+        server_cpu = row.cpu_ms_per_request if row is not None else None
+        share = f"{item['cpu_ms'] / server_cpu:.0%}" if server_cpu else ""
+        bound = _f(ceiling_cpu / item["cpu_ms"], 2) if ceiling_cpu else ""
+        lines.append(
+            f"| {STORE_NAMES[item['store']]} | {item['scenario']} | {item['threads']} | {item['calls']:,} "
+            f"| {item['cpu_ms']:.2f} | {_f(server_cpu, 2)} | {share} | {bound} |"
+        )
+    return lines
+
+
 def _latency(m: Measured, field: str) -> str:
     return _f(getattr(m, field)) if m.requests else "no answer"
 
@@ -367,6 +389,19 @@ def render(
         *_scenario_table(results),
         "",
     ]
+    if results.core:
+        lines += [
+            "The core alone (`bench/core_cost.py`): authenticating the key and running the write's",
+            "service function in-process, no HTTP, on the run's database after its server stopped,",
+            "pinned to the server's CPU; CPU time per call with one caller (each call commits alone)",
+            "and with eight threads (sharing commits, as the server's writers do). The last column",
+            "is the ceiling's CPU per request divided by the core's: the highest ratio to the",
+            "ceiling the write could reach if HTTP, the thread hop and the webhook dispatcher cost",
+            "nothing.",
+            "",
+            *_core_table(results),
+            "",
+        ]
     if plan_scales:
         lines += [
             "## Scaling: the same reads over 10 thousand to 1 million entries",

@@ -56,6 +56,8 @@ class Results:
     scaling: list[ScaleRow] = field(factory=list)
     #: Single-caller, in-process timings of the service functions (no HTTP), per store and scale.
     service: list[dict[str, Any]] = field(factory=list)
+    #: The core's writes in-process (``bench.core_cost``): store, scenario, threads, calls, cpu_ms.
+    core: list[dict[str, Any]] = field(factory=list)
 
     def ceiling_rps(self) -> float | None:
         for row in self.rows:
@@ -84,4 +86,5 @@ class Results:
             rows=[Row(**{**r, "measured": measured(r["measured"])}) for r in data["rows"]],
             scaling=[ScaleRow(**{**r, "measured": measured(r["measured"])}) for r in data["scaling"]],
             service=data.get("service", []),
+            core=data.get("core", []),
         )

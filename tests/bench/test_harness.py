@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from bench.cli import scenarios_after_writes
-from bench.report import verdicts
+from bench.report import render, verdicts
 from bench.results import Results, Row
 from bench.wrk import Load, Measured, lua_concat, lua_script
 
@@ -105,8 +105,13 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
         assert row["measured"]["requests"] > 0
         assert row["committed"] >= row["acknowledged"] > 0
     assert rows[("sqlite", "payout_balance")]["measured"]["requests"] > 0
+    core = json.loads(raw.read_text())["core"]
+    # The core's cost is measured for the write scenarios run, at one and eight threads.
+    assert {(c["scenario"], c["threads"]) for c in core} == {("payment", 1), ("payment", 8)}
+    assert all(c["cpu_ms"] > 0 for c in core)
     report = output.read_text()
     assert "| SQLite | payment (POST /v1/transactions) |" in report
+    assert "| SQLite | payment | 8 |" in report
     assert "## Scaling" in report and "## Targets" in report
 
 
@@ -145,3 +150,14 @@ def test_postgresql_reads_that_follow_writes_are_the_ones_run_after_a_vacuum() -
     assert scenarios_after_writes(["commissions_page", "payment", "payout_balance"]) == {"payout_balance"}
     assert scenarios_after_writes(["commissions_page", "payout_balance"]) == frozenset()
     assert scenarios_after_writes(["payment", "refund"]) == frozenset()
+
+
+def test_the_core_table_bounds_the_ratio_by_the_cores_cost_alone() -> None:
+    results = Results(command="python -m bench", mode="smoke", facts={}, method={})
+    results.rows = [
+        Row("ceiling", "ceiling", "ceiling", _measured(1000, 5.0), cpu_ms_per_request=0.2),
+        Row("sqlite", "payment", "payment", _measured(100, 20.0), cpu_ms_per_request=1.6),
+    ]
+    results.core = [{"store": "sqlite", "scenario": "payment", "threads": 8, "calls": 10, "cpu_ms": 0.8}]
+    page = render(results, plan_scales=(), before=None)
+    assert "| SQLite | payment | 8 | 10 | 0.80 | 1.60 | 50% | 0.25 |" in page
