@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from datetime import timedelta
+
+import orjson
 
 from refcore.clocks import ManualClock
 from refcore.models import Event, EventType
 from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
 from tests.contract.scenario import build_world
+from tests.sqlstore import raw
+from tests.sqlstore.raw import engine_of
 
 LEASE = 60.0
 
@@ -105,3 +110,29 @@ def test_closing_quiet_events_in_one_statement_keeps_an_earlier_close(sql_store:
     clock.advance(timedelta(seconds=LEASE))
     again = sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
     assert [e.id for e in again] == ids[2:]
+
+
+def test_an_events_payload_is_stored_as_compact_utf_8_json_and_read_back_equal(sql_store: SqlStore) -> None:
+    """``JSON`` columns are written and read by orjson (``refcore_sqlstore.engine``): the stored
+    text is the payload's compact JSON, non-ASCII kept as UTF-8, and reading it gives the payload
+    back, value for value."""
+    clock = ManualClock()
+    rt = sql_store.runtime(clock=clock)
+    world = build_world(rt, clock)
+    data = {
+        "id": "t",
+        "name": "Zoë — ünïcode ✓",
+        "amount": 2**31,
+        "nested": {"list": [1, None, True, "x"], "empty": {}},
+    }
+
+    def emit(tx: Tx) -> Event:
+        return tx.emit(EventType.WEBHOOK_TEST, app_id=world.app.id, livemode=False, data=data)
+
+    event_id = rt.transaction(emit).id
+    stored = raw.scalar(sql_store, "SELECT CAST(data AS TEXT) FROM events WHERE id = ?", event_id)
+    if engine_of(sql_store).dialect.name == "sqlite":
+        assert stored == orjson.dumps(data).decode("utf-8")
+    assert json.loads(stored) == data
+    claimed = sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
+    assert next(e for e in claimed if e.id == event_id).data == data
