@@ -13,7 +13,9 @@ Two things differ between the engines and matter to the core:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import DateTime, Dialect, Text
 from sqlalchemy.dialects import postgresql
@@ -32,10 +34,17 @@ class UtcDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError("refcore stores timezone-aware datetimes only")
+        _require_aware(value)
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        """On SQLite, one function from the aware datetime to the stored text (see
+        :func:`_sqlite_text`); elsewhere SQLAlchemy's chain of ``process_bind_param`` and the
+        driver type's own processor."""
+        if dialect.name == "sqlite":
+            return _sqlite_text
+        return super().bind_processor(dialect)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -43,3 +52,25 @@ class UtcDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+def _require_aware(value: datetime) -> None:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("refcore stores timezone-aware datetimes only")
+
+
+def _sqlite_text(value: datetime | None) -> str | None:
+    """The fixed-width UTC text SQLite stores (``2026-01-01 00:00:00.000000``).
+
+    The same text as ``process_bind_param`` followed by SQLAlchemy's SQLite ``DATETIME``
+    processor, which formats through a dictionary of the datetime's fields: 4.2 µs a value
+    against 1.6, and a payment binds about ten (``tests/sqlstore/test_utc_datetime.py``
+    compares the two on generated datetimes)."""
+    if value is None:
+        return None
+    if value.tzinfo is not UTC:
+        _require_aware(value)
+        value = value.astimezone(UTC)
+    # An aware datetime's ISO text ends with its offset, "+00:00": the first 26 characters are
+    # the date, a space, and the time to the microsecond, always all six digits.
+    return value.isoformat(" ", "microseconds")[:26]
