@@ -249,3 +249,16 @@ def test_errors_the_driver_raises_itself_become_core_errors_too(raised: Exceptio
         raise raised
     assert caught.value.__cause__ is raised
     assert "users" not in str(caught.value) and "email" not in str(caught.value)
+
+
+def test_errors_that_are_not_the_databases_pass_through_untranslated() -> None:
+    """Only database errors are translated: a core error or a bug inside the block keeps its
+    own type, and a block that raises nothing returns normally (one shared context manager)."""
+    refused = ConcurrentWrite("already the core's")
+    with pytest.raises(ConcurrentWrite) as caught, database_errors():
+        raise refused
+    assert caught.value is refused
+    with pytest.raises(KeyError), database_errors():
+        raise KeyError("a bug")
+    with database_errors(), database_errors():
+        pass
