@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from bench.world import World
-from refcore.services.principal import Principal, Scope
+from refcore.services.access import activity_scope
 from refcore.services.revenue import PaymentReport, record_payment
 from refcore.services.runtime import Runtime
 from refcore.services.tenancy import authenticate
@@ -37,11 +37,6 @@ THREADS = (1, 8)
 Write = Callable[[int], None]
 
 
-def _scope(who: Principal) -> Scope:
-    assert who.app_id is not None and who.mode is not None
-    return Scope(app_id=who.app_id, mode=who.mode)
-
-
 def _payment(rt: Runtime, world: World, run: str) -> Write:
     def write(n: int) -> None:
         who = authenticate(rt, world.live_key)
@@ -52,7 +47,7 @@ def _payment(rt: Runtime, world: World, run: str) -> Write:
             amount=10000,
             currency="usd",
         )
-        record_payment(rt, _scope(who), report)
+        record_payment(rt, activity_scope(who), report)
 
     return write
 
@@ -65,7 +60,7 @@ def _identify(rt: Runtime, world: World, run: str) -> Write:
             external_customer_id=f"core-{run}-{n}",
             email=f"core-{run}-{n}@customers.example",
         )
-        identify(rt, who, _scope(who), request)
+        identify(rt, who, activity_scope(who), request)
 
     return write
 

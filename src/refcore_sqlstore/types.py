@@ -32,11 +32,12 @@ class UtcDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """PostgreSQL's path (``timestamptz`` takes the aware value); SQLite binds through
+        :func:`_sqlite_text` instead (see :meth:`bind_processor`)."""
         if value is None:
             return None
         _require_aware(value)
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        return value.astimezone(UTC)
 
     def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
         """On SQLite, one function from the aware datetime to the stored text (see
