@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 from attrs import evolve
-from sqlalchemy import event
 
 from refcore.clocks import ManualClock
 from refcore.models import Event, EventType
 from refcore_sqlstore import SqlStore
 from tests.contract.scenario import build_world
-from tests.sqlstore.raw import engine_of
+from tests.sqlstore import raw
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -36,20 +35,17 @@ def _app(sql_store: SqlStore) -> None:
     APP["id"] = build_world(sql_store.runtime(), ManualClock()).app.id
 
 
+def _is_update(statement: str) -> bool:
+    return statement.lstrip().upper().startswith("UPDATE")
+
+
 @contextmanager
 def updates(store: SqlStore) -> Iterator[list[str]]:
+    """The UPDATE statements sent inside the block, whitespace normalised, once it has ended."""
     seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
-        if statement.lstrip().upper().startswith("UPDATE"):
-            seen.append(" ".join(statement.split()))
-
-    engine = engine_of(store)
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with raw.recorded_statements(store, keep=_is_update) as statements:
         yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+    seen.extend(" ".join(statement.split()) for statement, _parameters in statements)
 
 
 def _stored(store: SqlStore) -> Event | None:
