@@ -30,9 +30,10 @@ from refcore.services.runtime import Runtime
 from refcore.services.tenancy import authenticate
 from refcore.services.tracking import IdentifyRequest, identify
 from refcore_http.store import open_store
+from refcore_http.workers import DEFAULT_MAX_THREADS
 
-#: The server's writer pool (``REFCORE_WORKER_THREADS``' default).
-THREADS = (1, 8)
+#: One caller, then as many as the server's writer pool has by default (``REFCORE_WORKER_THREADS``).
+THREADS = (1, DEFAULT_MAX_THREADS)
 
 Write = Callable[[int], None]
 
