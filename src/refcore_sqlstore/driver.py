@@ -33,6 +33,8 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
+from refcore_sqlstore import postgres_round_trips
+
 Processor = Callable[[Any], Any]
 Row = dict[str, Any]
 
@@ -119,6 +121,26 @@ class DriverStatement:
         """Run a write once per row, in one call to the driver (its ``executemany``)."""
         _run(connection, self.sql, [self.parameters(row) for row in rows], many=True).close()
 
+    def send(self, connection: Connection, params: Mapping[str, Any]) -> None:
+        """Run a write whose outcome the caller does not look at (an ``INSERT``). On PostgreSQL
+        it leaves with the connection's next statement or its ``COMMIT``, in the same round trip
+        (:mod:`refcore_sqlstore.postgres_round_trips`), and its error, if any, is raised there;
+        elsewhere it runs now."""
+        self._send(connection, self.parameters(params), many=False)
+
+    def send_many(self, connection: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """:meth:`send` for a write run once per row (``executemany``)."""
+        self._send(connection, [self.parameters(row) for row in rows], many=True)
+
+    def _send(self, connection: Connection, parameters: Any, *, many: bool) -> None:
+        if connection.dialect.name != "postgresql":
+            _run(connection, self.sql, parameters, many=many).close()
+            return
+        if not connection.in_transaction():
+            connection.begin()
+        _announce(connection, None, self.sql, parameters, many)
+        postgres_round_trips.defer(connection, self.sql, parameters, many=many)
+
     def fetch(self, connection: Connection, params: Mapping[str, Any]) -> list[Row]:
         """Run a query; its rows as ``{column name: value}``, values converted by their types."""
         names, rows, processors = self._query(connection, params)
@@ -191,6 +213,14 @@ def _bind_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor | Non
     return process
 
 
+def _announce(connection: Connection, cursor: Any, sql: str, parameters: Any, many: bool) -> None:
+    """Tell the ``before_cursor_execute`` listeners (``context`` ``None``: no SQLAlchemy execution)."""
+    listeners = connection.dispatch.before_cursor_execute
+    if listeners:
+        for listen in listeners:
+            listen(connection, cursor, sql, parameters, None, many)
+
+
 def _run(connection: Connection, sql: str, parameters: Any, *, many: bool) -> Any:
     """The driver's cursor after running ``sql`` (the caller closes it).
 
@@ -203,12 +233,11 @@ def _run(connection: Connection, sql: str, parameters: Any, *, many: bool) -> An
     dbapi_connection = connection.connection.dbapi_connection
     assert dbapi_connection is not None
     cursor = dbapi_connection.cursor()
-    listeners = connection.dispatch.before_cursor_execute
-    if listeners:
-        for listen in listeners:
-            listen(connection, cursor, sql, parameters, None, many)
+    _announce(connection, cursor, sql, parameters, many)
     try:
-        if many:
+        if connection.dialect.name == "postgresql":
+            postgres_round_trips.execute(connection, cursor, sql, parameters, many=many)
+        elif many:
             cursor.executemany(sql, parameters)
         else:
             cursor.execute(sql, parameters)

@@ -40,6 +40,8 @@ from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from refcore_sqlstore import postgres_round_trips
+
 SQLITE_BUSY_TIMEOUT_SECONDS = 10.0
 #: Each connection's page cache, in KiB.
 SQLITE_CACHE_KIB = 1024
@@ -130,13 +132,14 @@ def create_store_engine(url: URL, *, pool_size: int = 10, max_overflow: int = 20
         event.listen(engine, "begin", _begin_immediate)
         event.listen(engine.pool, "checkin", _end_leftover_transaction)
         return engine
-    return create_engine(
+    engine = create_engine(
         url,
         hide_parameters=True,
         json_serializer=_json_text,
         json_deserializer=orjson.loads,
         isolation_level="READ COMMITTED",
-        pool_pre_ping=True,
         pool_size=pool_size,
         max_overflow=max_overflow,
     )
+    postgres_round_trips.listen(engine)  # liveness at checkout without pool_pre_ping's round trip
+    return engine

@@ -36,7 +36,9 @@ class PostgresReadUnitOfWork(SqlUnitOfWork):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is None and self._connection is not None:
-            with database_errors():
-                self._connection.commit()
-        super().__exit__(exc_type, exc, tb)
+        try:
+            if exc is None and self._connection is not None:
+                with database_errors():
+                    self._connection.commit()  # a deferred write refused here must not leak it
+        finally:
+            super().__exit__(exc_type, exc, tb)

@@ -87,7 +87,7 @@ class SqlRepository(Generic[M]):
 
     def add(self, item: M) -> None:
         with database_errors():
-            self._statements.insert.execute(self._connection, self._mapper.to_row(item))
+            self._statements.insert.send(self._connection, self._mapper.to_row(item))
 
     def add_all(self, items: Sequence[M]) -> None:
         """One ``executemany`` of the table's insert (the driver runs the statement once per row)."""
@@ -95,7 +95,7 @@ class SqlRepository(Generic[M]):
             return
         rows = [self._mapper.to_row(item) for item in items]
         with database_errors():
-            self._statements.insert.execute_many(self._connection, rows)
+            self._statements.insert.send_many(self._connection, rows)
 
     def replace(self, item: M) -> None:
         """Write ``item`` over its row. When this unit of work read the row, only the columns

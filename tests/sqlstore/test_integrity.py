@@ -70,10 +70,13 @@ def test_a_taken_unique_key_is_a_concurrent_write(sql_store: SqlStore) -> None:
     with sql_store.unit_of_work() as uow:
         uow.users.add(User(id="usr_1", email="dev@example.com", created_at=NOW))
         uow.commit()
+    # At the add, or at the commit that carries it (PostgreSQL defers inserts: the port allows both).
     with sql_store.unit_of_work() as uow, pytest.raises(ConcurrentWrite):
         uow.users.add(User(id="usr_2", email="dev@example.com", created_at=NOW))
+        uow.commit()
     with sql_store.unit_of_work() as uow, pytest.raises(ConcurrentWrite):
         uow.users.add(User(id="usr_1", email="other@example.com", created_at=NOW))
+        uow.commit()
     assert count(sql_store, "users") == 1
 
 

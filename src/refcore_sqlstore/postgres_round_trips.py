@@ -1,0 +1,165 @@
+"""PostgreSQL: as few round trips to the server per unit of work as the statements allow.
+
+Every statement the driver sends outside psycopg's pipeline mode waits for the server's answer
+before the next one leaves: a round trip, two context switches and a system call or two on each
+side; on a network with a real round-trip time, latency too. A payment used to make
+seventeen: the pool's liveness ping and ``BEGIN`` before each of its two units of work, the
+key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes
+eleven now (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace):
+
+- **Liveness without a round trip.** Instead of SQLAlchemy's ``pool_pre_ping`` (a ``;`` sent at
+  every checkout), :func:`refuse_closed_connection` looks at the idle connection's socket. A
+  server that ends a connection (a restart, ``pg_terminate_backend``, an idle timeout) first
+  sends the client an error message and closes its end, so the socket of a connection that died
+  while pooled is readable; a live idle one never is (refcore sends no ``LISTEN``). The pool
+  then discards it and checks out another, as after a failed ping. A server that vanished
+  without closing its end fails the first statement instead, which the ping would also have
+  waited on.
+- **Writes whose result nothing needs wait for the next statement.** An ``INSERT``
+  (:meth:`DriverStatement.send <refcore_sqlstore.driver.DriverStatement.send>`) is kept on the
+  connection (:func:`defer`) and sent in one pipeline with whatever statement comes next: a
+  ``SELECT``, which then sees it as before, or the ``COMMIT``. A payment's four inserts and
+  its commit are one round trip.
+
+What changes for a deferred write is only *when* its error arrives: a duplicate key or a broken
+constraint is raised by the statement or the ``COMMIT`` that carried it, still inside the unit of
+work and still translated by :func:`refcore_sqlstore.errors.database_errors`, so the unit of
+work fails (or runs again, for a lost race) exactly as before. A rollback, or a connection going
+back to the pool, discards what was never sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from sqlalchemy import Connection, Engine, event, exc
+from sqlalchemy.engine.interfaces import DBAPIConnection, ExecutionContext
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+
+#: Where a connection's deferred writes wait (``Connection.info``, its pool entry's ``info``).
+_PENDING = "refcore_deferred_writes"
+
+#: One deferred write: SQL text, parameters (a list of them for ``executemany``), ``many``.
+Deferred = tuple[str, Any, bool]
+
+
+def defer(connection: Connection, sql: str, parameters: Any, *, many: bool) -> None:
+    """Keep a write to send with the connection's next statement or its ``COMMIT``."""
+    pending: list[Deferred] | None = connection.info.get(_PENDING)
+    if pending is None:
+        connection.info[_PENDING] = pending = []
+    pending.append((sql, parameters, many))
+
+
+def execute(connection: Connection, cursor: Any, sql: str, parameters: Any, *, many: bool) -> None:
+    """Run ``sql`` on ``cursor`` in one round trip with the connection's deferred writes, whose
+    errors are raised here. (psycopg's ``BEGIN`` still takes a round trip of its own: it waits
+    for it even inside a pipeline.)"""
+    pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
+    if not pending:
+        _run(cursor, sql, parameters, many)
+        return
+    driver: psycopg.Connection[Any] = cursor.connection
+    with driver.pipeline():
+        if pending:
+            _send(driver, pending)
+        _run(cursor, sql, parameters, many)
+
+
+def flush(connection: Connection) -> None:
+    """Send the connection's deferred writes now (one round trip), if it has any."""
+    pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
+    if pending:
+        driver = connection.connection.dbapi_connection
+        assert isinstance(driver, psycopg.Connection)
+        with driver.pipeline():
+            _send(driver, pending)
+
+
+def _send(driver: psycopg.Connection[Any], pending: Sequence[Deferred]) -> None:
+    with driver.cursor() as cursor:
+        for sql, parameters, many in pending:
+            _run(cursor, sql, parameters, many)
+
+
+def _run(cursor: Any, sql: str, parameters: Any, many: bool) -> None:
+    if many:
+        cursor.executemany(sql, parameters)
+    else:
+        cursor.execute(sql, parameters)
+
+
+# -- the engine's listeners ----------------------------------------------------------------------
+
+
+def _commit_with_deferred_writes(connection: Connection) -> None:
+    """``COMMIT`` in the same round trip as the deferred writes before it. psycopg's own
+    ``commit`` that SQLAlchemy calls next finds no transaction open (psycopg reads the state
+    from the server's answers) and sends nothing."""
+    pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
+    if pending:
+        driver = connection.connection.dbapi_connection
+        assert isinstance(driver, psycopg.Connection)
+        try:
+            with driver.pipeline():
+                # ``COMMIT`` as a statement of the pipeline: psycopg's ``commit()`` would wait
+                # for its own sync before the pipeline's last one, a second round trip.
+                _send(driver, [*pending, ("COMMIT", None, False)])
+        except BaseException:
+            # A refused write aborted the transaction, and the COMMIT queued after it was never
+            # run: end it here, for SQLAlchemy considers it over once this event has run and
+            # would hand the connection back to the pool still inside it.
+            with contextlib.suppress(psycopg.Error):
+                driver.rollback()
+            raise
+
+
+def _discard_deferred_writes(connection: Connection) -> None:
+    if not connection.invalidated:  # an invalidated one's entry is emptied at checkin
+        connection.info.pop(_PENDING, None)
+
+
+def _discard_on_checkin(_dbapi_connection: DBAPIConnection | None, record: ConnectionPoolEntry) -> None:
+    record.info.pop(_PENDING, None)
+
+
+def _flush_before_sqlalchemy_statement(
+    connection: Connection,
+    _cursor: Any,
+    _statement: str,
+    _parameters: Any,
+    context: ExecutionContext | None,
+    _executemany: bool,
+) -> None:
+    """A statement run through SQLAlchemy's own path (``context`` set: a count, ``SET LOCAL``)
+    must see the writes before it. The driver statements (``context`` ``None``) carry them
+    themselves (:func:`execute`)."""
+    if context is not None:
+        flush(connection)
+
+
+def refuse_closed_connection(
+    dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+) -> None:
+    """At checkout: ``DisconnectionError`` (the pool then connects anew) for a connection that is
+    closed, broken, or whose socket has something to read while idle: the server's goodbye."""
+    assert isinstance(dbapi_connection, psycopg.Connection)
+    if dbapi_connection.closed or dbapi_connection.broken:
+        raise exc.DisconnectionError("the pooled connection is closed")
+    poller = select.poll()
+    poller.register(dbapi_connection.pgconn.socket, select.POLLIN)
+    if poller.poll(0):
+        raise exc.DisconnectionError("the server closed the pooled connection")
+
+
+def listen(engine: Engine) -> None:
+    """Set up a PostgreSQL engine for the above (its pool must not also ``pool_pre_ping``)."""
+    event.listen(engine.pool, "checkout", refuse_closed_connection)
+    event.listen(engine.pool, "checkin", _discard_on_checkin)
+    event.listen(engine, "commit", _commit_with_deferred_writes)
+    event.listen(engine, "rollback", _discard_deferred_writes)
+    event.listen(engine, "before_cursor_execute", _flush_before_sqlalchemy_statement)

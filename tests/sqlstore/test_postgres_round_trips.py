@@ -1,0 +1,168 @@
+"""PostgreSQL round trips (refcore_sqlstore.postgres_round_trips): no liveness ping, inserts
+sent with the next statement or the ``COMMIT``.
+
+A round trip is counted in libpq's trace of the pool's one connection as a turn from what the
+client sent to what the server answered: the client waits there (in a pipeline it sends on
+without waiting between statements).
+"""
+
+from __future__ import annotations
+
+import itertools
+import select
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+
+from refcore.errors import ConcurrentWrite
+from refcore.models import User
+from refcore_sqlstore import SqlStore
+from tests.sqlstore.raw import count
+from tests.stores import emptied_postgres_store
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def store() -> Iterator[SqlStore]:
+    """The session's PostgreSQL database through a pool of exactly one connection."""
+    with emptied_postgres_store() as shared:
+        store = SqlStore(shared._url.render_as_string(hide_password=False), pool_size=1, max_overflow=0)
+        try:
+            yield store
+        finally:
+            store.dispose()
+
+
+def _driver(store: SqlStore) -> psycopg.Connection[object]:
+    """The pool's one psycopg connection (checked out and straight back)."""
+    with store._engine.connect() as connection:
+        driver = connection.connection.dbapi_connection
+    assert isinstance(driver, psycopg.Connection)
+    return driver
+
+
+@contextmanager
+def traced(driver: psycopg.Connection[object]) -> Iterator[list[str]]:
+    """The protocol messages the connection exchanges inside the block (filled in after it)."""
+    messages: list[str] = []
+    with tempfile.TemporaryFile("w+") as trace:
+        driver.pgconn.trace(trace.fileno())
+        driver.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE)
+        try:
+            yield messages
+        finally:
+            driver.pgconn.untrace()
+            trace.seek(0)
+            messages.extend(trace.read().splitlines())
+
+
+def round_trips(messages: list[str]) -> int:
+    sides = [line[0] for line in messages if line[:1] in ("F", "B")]
+    return sum(1 for pair in itertools.pairwise(sides) if pair == ("F", "B"))
+
+
+def sent(messages: list[str], kind: str) -> list[str]:
+    return [line for line in messages if line.startswith("F\t") and line.split("\t")[2] == kind]
+
+
+def user(number: int) -> User:
+    return User(id=f"usr_{number}", email=f"dev{number}@example.com", created_at=NOW)
+
+
+def test_a_unit_of_work_sends_no_liveness_ping(store: SqlStore) -> None:
+    with traced(_driver(store)) as messages, store.read_unit_of_work() as uow:
+        assert uow.users.get("usr_none") is None
+
+    assert round_trips(messages) == 3  # BEGIN, SELECT, COMMIT: nothing before them
+    assert not [query for query in sent(messages, "Query") if '";"' in query]  # no liveness ping
+
+
+def test_inserts_wait_for_the_commit_and_go_in_its_round_trip(store: SqlStore) -> None:
+    with traced(_driver(store)) as messages, store.unit_of_work() as uow:
+        assert uow.users.get("usr_1") is None
+        uow.users.add(user(1))
+        uow.users.add_all([user(2), user(3)])
+        uow.commit()
+
+    assert round_trips(messages) == 3  # BEGIN, SELECT, then the three INSERTs and COMMIT together
+    assert count(store, "users") == 3
+
+
+def test_a_select_after_an_insert_carries_it_and_sees_it(store: SqlStore) -> None:
+    driver = _driver(store)
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        with traced(driver) as messages:
+            found = uow.users.get("usr_1")
+        uow.commit()
+
+    assert found == user(1)
+    assert round_trips(messages) == 2  # BEGIN (psycopg waits for it), then the INSERT with the SELECT
+
+
+def test_a_statement_through_sqlalchemy_sees_the_inserts_before_it(store: SqlStore) -> None:
+    """The metrics' counts run through SQLAlchemy's own execution path."""
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        assert uow.metrics().count("users", {}) == 1
+        uow.rollback()
+
+    assert count(store, "users") == 0
+
+
+def test_a_rollback_discards_the_inserts_never_sent_and_the_pool_keeps_none(store: SqlStore) -> None:
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.rollback()
+    with store.unit_of_work() as uow:  # the same pooled connection
+        uow.users.add(user(2))
+    with store.unit_of_work() as uow:
+        uow.users.add(user(3))
+        uow.commit()
+
+    assert count(store, "users") == 1
+    with store.read_unit_of_work() as uow:
+        assert [found.id for found in uow.users.find_all({})] == ["usr_3"]
+
+
+def test_an_insert_refused_at_commit_fails_the_unit_of_work_and_frees_the_connection(store: SqlStore) -> None:
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+
+    with pytest.raises(ConcurrentWrite), store.unit_of_work() as uow:
+        uow.users.add(user(2))
+        uow.users.add(user(1))  # the ID is taken: refused when the COMMIT carries it
+        uow.commit()
+
+    with store.unit_of_work() as uow:  # the pool's one connection is back, outside a transaction
+        uow.users.add(user(3))
+        uow.commit()
+    with store.read_unit_of_work() as uow:
+        assert sorted(found.id for found in uow.users.find_all({})) == ["usr_1", "usr_3"]
+
+
+def test_a_connection_the_server_closed_while_pooled_is_replaced_at_checkout(store: SqlStore) -> None:
+    driver = _driver(store)
+    url = store._engine.url.set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False)) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (driver.info.backend_pid,))
+    poller = select.poll()
+    poller.register(driver.pgconn.socket, select.POLLIN)
+    deadline = time.monotonic() + 10
+    while not poller.poll(0):  # the server's goodbye reaches the socket
+        assert time.monotonic() < deadline, "the terminated backend never closed its connection"
+        time.sleep(0.01)
+
+    with store.unit_of_work() as uow:  # no error: a new connection
+        uow.users.add(user(1))
+        uow.commit()
+
+    assert _driver(store) is not driver
+    assert count(store, "users") == 1
