@@ -48,9 +48,7 @@ def postgres_version() -> str:
     except psycopg.Error:
         return "not reachable"
     assert row is not None and sync is not None and buffers is not None and autovacuum is not None
-    return (
-        f"{row[0]} (synchronous_commit={sync[0]}, shared_buffers={buffers[0]}, autovacuum={autovacuum[0]})"
-    )
+    return f"{row[0]} (synchronous_commit={sync[0]}, shared_buffers={buffers[0]}, autovacuum={autovacuum[0]})"
 
 
 def uvicorn_stack() -> str:

@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.cli import scenarios_after_writes
+from bench.cli import analyzes_after_warmup, scenarios_after_writes
 from bench.report import render, verdicts
 from bench.results import Results, Row
+from bench.scenarios import SCENARIOS
 from bench.wrk import Load, Measured, lua_concat, lua_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,3 +162,16 @@ def test_the_core_table_bounds_the_ratio_by_the_cores_cost_alone() -> None:
     results.core = [{"store": "sqlite", "scenario": "payment", "threads": 8, "calls": 10, "cpu_ms": 0.8}]
     page = render(results, plan_scales=(), before=None)
     assert "| SQLite | payment | 8 | 10 | 0.80 | 1.60 | 50% | 0.25 |" in page
+
+
+def test_postgresql_write_scenarios_are_analyzed_after_their_warm_up_and_nothing_else_is() -> None:
+    analyzed = {
+        (store, scenario.key)
+        for store in ("sqlite", "postgresql")
+        for scenario in SCENARIOS
+        if analyzes_after_warmup(store, scenario)
+    }
+
+    writes = {scenario.key for scenario in SCENARIOS if scenario.written is not None}
+    assert {"payment", "refund", "identify"} <= writes
+    assert analyzed == {("postgresql", key) for key in writes}
