@@ -16,6 +16,8 @@ What SQLAlchemy's path also did, and this one keeps:
 
 - ``before_cursor_execute`` listeners hear of each statement with the SQL and parameters sent
   (``context`` is ``None``, and a listener cannot rewrite the statement). Tests record SQL so.
+  An insert that PostgreSQL sends later (:meth:`DriverStatement.send`) is announced when it is
+  made, in the order of the unit of work, with ``cursor`` ``None``.
 - A driver error that means the connection is gone invalidates the SQLAlchemy connection, so
   the pool discards it. Every driver error then propagates as the driver raised it, and
   :func:`refcore_sqlstore.errors.database_errors` translates it like SQLAlchemy's.

@@ -11,8 +11,9 @@ eleven now (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq
   every checkout), :func:`refuse_closed_connection` looks at the idle connection's socket. A
   server that ends a connection (a restart, ``pg_terminate_backend``, an idle timeout) first
   sends the client an error message and closes its end, so the socket of a connection that died
-  while pooled is readable; a live idle one never is (refcore sends no ``LISTEN``). The pool
-  then discards it and checks out another, as after a failed ping. A server that vanished
+  while pooled is readable; a live idle one has nothing to read (refcore sends no ``LISTEN``;
+  anything else a server sends unprompted costs one reconnection). The pool then discards it and
+  checks out another, as after a failed ping. A server that vanished
   without closing its end fails the first statement instead, which the ping would also have
   waited on.
 - **Writes whose result nothing needs wait for the next statement.** An ``INSERT``
