@@ -164,10 +164,19 @@ def _generic_plan(connection: Connection) -> Iterator[None]:
     for every affiliate and every moment, but PostgreSQL estimates the generic plan of their range
     conditions pessimistically and so plans the statement anew on every call (a custom plan):
     0.74 ms of planning for about 0.5 ms of work. Forced generic, the balance read took 0.84 ms
-    instead of 2.11 (``bench/notes.md``). ``SET LOCAL`` ends with the transaction; it is put back
-    at once so that nothing else in the unit of work is planned differently."""
+    instead of 2.11 (``bench/notes.md``). The setting is put back at once so that nothing else is
+    planned differently: ``SET LOCAL`` inside a transaction (it would end with it anyway), a
+    session ``SET`` and ``RESET`` in a read unit of work, which runs in autocommit
+    (:mod:`refcore_sqlstore.postgres_reads`)."""
     if connection.dialect.name != "postgresql":
         yield
+        return
+    if connection.connection.dbapi_connection.autocommit:  # type: ignore[union-attr]
+        connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+        try:
+            yield
+        finally:
+            connection.exec_driver_sql("RESET plan_cache_mode")
         return
     connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
     try:

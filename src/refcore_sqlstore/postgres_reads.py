@@ -1,44 +1,34 @@
-"""PostgreSQL's read units of work: a ``READ ONLY`` transaction that ends in ``COMMIT``.
+"""PostgreSQL's read units of work: each statement on its own, no transaction around them.
 
-psycopg prepares a statement on a connection once it has run it a few times, so PostgreSQL
-stops planning it on every call. But it forgets every statement it prepared on a connection
-whenever that connection rolls back (it cannot know whether the transaction dropped something
-a statement names). A read unit of work used to end that way: leaving it closed the connection,
-which rolled back. Every authentication is one, so no statement refcore runs was ever prepared,
-writes included, and PostgreSQL planned each one every time: 0.74 ms for a payout balance's
-sums, more than executing them (``bench/notes.md``).
+At ``READ COMMITTED``, the isolation refcore runs at, every statement of a transaction already
+sees its own snapshot: what was committed when it started. A read unit of work's ``BEGIN`` and
+``COMMIT`` therefore bought its statements nothing but two round trips, and every keyed request
+authenticates in one. So a read unit of work runs its statements in autocommit (SQLAlchemy's
+``AUTOCOMMIT`` isolation, put back when the connection returns to the pool): what each sees is
+exactly what it saw inside the transaction, and a key lookup is one round trip instead of three.
 
-A transaction that wrote nothing ends the same with ``COMMIT`` as with ``ROLLBACK``, and
-``COMMIT`` keeps the prepared statements. ``READ ONLY`` (SQLAlchemy's ``postgresql_readonly``,
-reset when the connection goes back to the pool) makes PostgreSQL refuse any write, so a read
-unit of work can never commit one. A read that fails still rolls back.
+- **Prepared statements survive.** psycopg prepares a statement on a connection once it has run
+  it a few times, and forgets them all whenever the connection rolls back. Nothing rolls back
+  here: there is no transaction to end. (Before this, a read ended in ``COMMIT`` for the same
+  reason: ending in ``ROLLBACK`` had left every statement of refcore unprepared and PostgreSQL
+  planning a balance's sums on every call, 0.74 ms, ``bench/notes.md``.)
+- **Writes are refused by the repositories** (``read_only``): without a ``READ ONLY``
+  transaction PostgreSQL would commit an ``UPDATE`` at once. An insert is never sent either.
+- A balance's sums need a setting for their one statement (``ledger._generic_plan``); outside a
+  transaction it is set for the session and put back right after them.
 """
 
 from __future__ import annotations
 
-from types import TracebackType
-
 from sqlalchemy import Connection
 
-from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
 
 class PostgresReadUnitOfWork(SqlUnitOfWork):
     """Implements :class:`refcore.ports.UnitOfWork` for ``Runtime.read`` on PostgreSQL."""
 
-    def _connect(self) -> Connection:
-        return self._engine.connect().execution_options(postgresql_readonly=True)
+    read_only = True
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            if exc is None and self._connection is not None:
-                with database_errors():
-                    self._connection.commit()  # a deferred write refused here must not leak it
-        finally:
-            super().__exit__(exc_type, exc, tb)
+    def _connect(self) -> Connection:
+        return self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")

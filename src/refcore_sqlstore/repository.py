@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
+from refcore.errors import InternalError
 from refcore_sqlstore.driver import DriverStatement
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.mapping import RowMapper, db_value
@@ -29,11 +30,20 @@ class SqlRepository(Generic[M]):
     database's write lock from ``BEGIN IMMEDIATE`` on, so writers already run one at a time.
     """
 
-    def __init__(self, connection: Connection, mapper: RowMapper[M], *, append_only: bool = False) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        mapper: RowMapper[M],
+        *,
+        append_only: bool = False,
+        read_only: bool = False,
+    ) -> None:
         self._connection = connection
         self._mapper = mapper
         self._table = mapper.table
         self._append_only = append_only
+        #: Writes raise ``InternalError``: the repository of a read unit of work.
+        self._read_only = read_only
         #: Statements built once per table, dialect and shape, run on the driver (see statements).
         self._statements = statements_of(mapper.table, connection.dialect)
         #: The row of each record this unit of work read by ``get``/``find_one``, as the
@@ -85,12 +95,18 @@ class SqlRepository(Generic[M]):
 
     # -- writes ----------------------------------------------------------------------------
 
+    def _require_writable(self) -> None:
+        if self._read_only:
+            raise InternalError(f"A read unit of work cannot write to {self._table.name}")
+
     def add(self, item: M) -> None:
+        self._require_writable()
         with database_errors():
             self._statements.insert.send(self._connection, self._mapper.to_row(item))
 
     def add_all(self, items: Sequence[M]) -> None:
         """One ``executemany`` of the table's insert (the driver runs the statement once per row)."""
+        self._require_writable()
         if not items:
             return
         rows = [self._mapper.to_row(item) for item in items]
@@ -103,6 +119,7 @@ class SqlRepository(Generic[M]):
         an event then writes ``delivered_at`` alone instead of re-encoding its JSON payload."""
         if self._append_only:
             raise TypeError(f"{self._table.name} is append-only")
+        self._require_writable()
         row = self._mapper.to_row(item)
         id = row.pop("id")
         before = self._rows.get(id)

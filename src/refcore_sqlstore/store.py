@@ -65,9 +65,9 @@ class SqlStore:
         return SqlUnitOfWork(self._engine)
 
     def read_unit_of_work(self) -> SqlUnitOfWork:
-        """A unit of work for reads only: deferred on SQLite (no write lock); on PostgreSQL a
-        ``READ ONLY`` transaction ended by ``COMMIT``, which keeps psycopg's prepared statements
-        (see :mod:`refcore_sqlstore.postgres_reads`)."""
+        """A unit of work for reads only: deferred on SQLite (no write lock); on PostgreSQL its
+        statements run in autocommit and its repositories refuse writes (see
+        :mod:`refcore_sqlstore.postgres_reads`)."""
         if self.dialect == "sqlite":
             return ReadOnlyUnitOfWork(self._engine, self._readers)
         return PostgresReadUnitOfWork(self._engine)

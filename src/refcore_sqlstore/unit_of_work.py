@@ -124,7 +124,10 @@ class _Repository(Generic[M]):
         if unit is None:
             return self
         repository: SqlRepository[M] = SqlRepository(
-            unit._require_connection(), mappers()[self._name], append_only=self._name in APPEND_ONLY
+            unit._require_connection(),
+            mappers()[self._name],
+            append_only=self._name in APPEND_ONLY,
+            read_only=unit.read_only,
         )
         unit.__dict__[self._name] = repository
         return repository
@@ -132,6 +135,9 @@ class _Repository(Generic[M]):
 
 class SqlUnitOfWork:
     """Implements :class:`refcore.ports.UnitOfWork` on one SQLAlchemy connection."""
+
+    #: Its repositories refuse writes (a read unit of work whose database would not refuse them).
+    read_only = False
 
     users = _Repository[User]()
     sessions = _Repository[Session]()

@@ -118,8 +118,8 @@ def test_metrics_see_the_unit_of_works_own_writes(world: World) -> None:
 
 
 def test_runtime_read_never_keeps_a_write(world: World) -> None:
-    """``Runtime.read`` is for reads: a write inside it is refused (PostgreSQL runs it in a
-    ``READ ONLY`` transaction) or discarded (the other stores), never kept."""
+    """``Runtime.read`` is for reads: a write inside it is refused (PostgreSQL's read
+    repository) or discarded (the other stores), never kept."""
     _activity(world)
     live = {"app_id": world.app.id, "mode": Mode.LIVE}
     clicks_before = _count(world, "clicks", live)

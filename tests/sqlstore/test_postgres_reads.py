@@ -1,4 +1,4 @@
-"""PostgreSQL's read units of work (refcore_sqlstore.postgres_reads): READ ONLY, ended by COMMIT.
+"""PostgreSQL's read units of work (refcore_sqlstore.postgres_reads): autocommit, writes refused.
 
 psycopg forgets a connection's prepared statements whenever it rolls back; a read ended by
 ROLLBACK made PostgreSQL plan every statement on every call. These tests hold one pooled
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import psycopg
 import pytest
+from attrs import evolve
 from sqlalchemy import Connection, text
 
 from refcore.clocks import ManualClock
@@ -52,14 +54,40 @@ def test_statements_of_repeated_reads_stay_prepared(store: SqlStore, runtime: Ru
     assert any("FROM sessions" in statement for statement in statements), statements
 
 
-def test_a_write_inside_a_read_is_refused_by_the_database(runtime: Runtime) -> None:
-    def write(tx: Tx) -> None:
-        tx.uow.organizations.add(Organization(id=tx.new_id("org"), name="Nope", created_at=tx.now))
+@pytest.mark.parametrize("write", ["add", "add_all", "replace"])
+def test_a_write_inside_a_read_is_refused_and_nothing_is_kept(runtime: Runtime, write: str) -> None:
+    """Outside a transaction PostgreSQL would commit an UPDATE at once: the repository refuses."""
+    organization = Organization(id="org_1", name="Before", created_at=runtime.clock.now())
+    runtime.transaction(lambda tx: tx.uow.organizations.add(organization))
+    changed = evolve(organization, id="org_2" if write != "replace" else "org_1", name="After")
 
-    with pytest.raises(InternalError):
-        runtime.read(write)
+    def attempt(tx: Tx) -> None:
+        repository = tx.uow.organizations
+        {
+            "add": repository.add,
+            "add_all": lambda item: repository.add_all([item]),
+            "replace": repository.replace,
+        }[write](changed)
 
-    assert runtime.read(lambda tx: tx.uow.organizations.find_all({})) == []
+    with pytest.raises(InternalError, match="read unit of work cannot write"):
+        runtime.read(attempt)
+
+    assert runtime.read(lambda tx: tx.uow.organizations.find_all({})) == [organization]
+
+
+def test_each_statement_of_a_read_sees_what_was_committed_before_it(
+    store: SqlStore, runtime: Runtime
+) -> None:
+    """READ COMMITTED, as inside a transaction: a write committed between two statements of one
+    read is seen by the second."""
+    now = runtime.clock.now()
+    with store.read_unit_of_work() as uow:
+        assert uow.organizations.find_all({}) == []
+        with psycopg.connect(_plain_url(store)) as other:
+            other.execute(
+                "INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Other', %s)", (now,)
+            )
+        assert [found.id for found in uow.organizations.find_all({})] == ["org_1"]
 
 
 def test_the_connection_goes_back_to_the_pool_writable(store: SqlStore, runtime: Runtime) -> None:
@@ -69,6 +97,9 @@ def test_the_connection_goes_back_to_the_pool_writable(store: SqlStore, runtime:
 
     principal = tenancy.authenticate(runtime, token)
     assert principal.user_id is not None
+    with store.unit_of_work() as uow:  # transactional again: what is not committed is not kept
+        uow.organizations.add(Organization(id="org_1", name="Uncommitted", created_at=runtime.clock.now()))
+    assert runtime.read(lambda tx: tx.uow.organizations.find_all({})) == []
     with store._engine.connect() as connection:
         assert connection.execute(text("SHOW transaction_read_only")).scalar() == "off"
 
@@ -101,3 +132,7 @@ def store_connection(tx: Tx) -> Connection:
     connection = tx.uow._connection  # type: ignore[attr-defined]
     assert isinstance(connection, Connection)
     return connection
+
+
+def _plain_url(store: SqlStore) -> str:
+    return store._engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
