@@ -4,8 +4,9 @@ Every statement the driver sends outside psycopg's pipeline mode waits for the s
 before the next one leaves: a round trip, two context switches and a system call or two on each
 side; on a network with a real round-trip time, latency too. A payment used to make
 seventeen: the pool's liveness ping and ``BEGIN`` before each of its two units of work, the
-key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes
-eleven now (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace):
+key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes nine now: the
+key's lookup runs alone in autocommit (:mod:`refcore_sqlstore.postgres_reads`), and the two
+changes below (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace):
 
 - **Liveness without a round trip.** Instead of SQLAlchemy's ``pool_pre_ping`` (a ``;`` sent at
   every checkout), :func:`refuse_closed_connection` looks at the idle connection's socket. A
