@@ -33,6 +33,19 @@ def sql_store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
 
 
 @pytest.fixture
+def one_connection_postgres_store() -> Iterator[SqlStore]:
+    """The session's PostgreSQL database, emptied, through a pool of exactly one connection:
+    what one unit of work leaves on the connection is what the next one finds."""
+    with emptied_postgres_store() as shared:
+        url = shared._url.render_as_string(hide_password=False)
+        store = SqlStore(url, pool_size=1, max_overflow=0)
+        try:
+            yield store
+        finally:
+            store.dispose()
+
+
+@pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()
 

@@ -7,8 +7,6 @@ connection, so what one unit of work leaves on it is what the next one finds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg
 import pytest
 from attrs import evolve
@@ -20,18 +18,11 @@ from refcore.models import Mode, Organization
 from refcore.services import tenancy
 from refcore.services.runtime import Runtime, Tx
 from refcore_sqlstore import SqlStore
-from tests.stores import emptied_postgres_store
 
 
 @pytest.fixture
-def store() -> Iterator[SqlStore]:
-    """The session's PostgreSQL database through a pool of exactly one connection."""
-    with emptied_postgres_store() as shared:
-        store = SqlStore(shared._url.render_as_string(hide_password=False), pool_size=1, max_overflow=0)
-        try:
-            yield store
-        finally:
-            store.dispose()
+def store(one_connection_postgres_store: SqlStore) -> SqlStore:
+    return one_connection_postgres_store
 
 
 @pytest.fixture

@@ -23,20 +23,13 @@ from refcore.errors import ConcurrentWrite
 from refcore.models import User
 from refcore_sqlstore import SqlStore
 from tests.sqlstore.raw import count
-from tests.stores import emptied_postgres_store
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-def store() -> Iterator[SqlStore]:
-    """The session's PostgreSQL database through a pool of exactly one connection."""
-    with emptied_postgres_store() as shared:
-        store = SqlStore(shared._url.render_as_string(hide_password=False), pool_size=1, max_overflow=0)
-        try:
-            yield store
-        finally:
-            store.dispose()
+def store(one_connection_postgres_store: SqlStore) -> SqlStore:
+    return one_connection_postgres_store
 
 
 def _driver(store: SqlStore) -> psycopg.Connection[object]:
