@@ -67,8 +67,7 @@ def execute(connection: Connection, cursor: Any, sql: str, parameters: Any, *, m
         return
     driver: psycopg.Connection[Any] = cursor.connection
     with driver.pipeline():
-        if pending:
-            _send(driver, pending)
+        _send(driver, pending)
         _run(cursor, sql, parameters, many)
 
 
@@ -76,10 +75,15 @@ def flush(connection: Connection) -> None:
     """Send the connection's deferred writes now (one round trip), if it has any."""
     pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
     if pending:
-        driver = connection.connection.dbapi_connection
-        assert isinstance(driver, psycopg.Connection)
+        driver = _driver(connection)
         with driver.pipeline():
             _send(driver, pending)
+
+
+def _driver(connection: Connection) -> psycopg.Connection[Any]:
+    driver = connection.connection.dbapi_connection
+    assert isinstance(driver, psycopg.Connection)
+    return driver
 
 
 def _send(driver: psycopg.Connection[Any], pending: Sequence[Deferred]) -> None:
@@ -104,8 +108,7 @@ def _commit_with_deferred_writes(connection: Connection) -> None:
     from the server's answers) and sends nothing."""
     pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
     if pending:
-        driver = connection.connection.dbapi_connection
-        assert isinstance(driver, psycopg.Connection)
+        driver = _driver(connection)
         try:
             with driver.pipeline():
                 # ``COMMIT`` as a statement of the pipeline: psycopg's ``commit()`` would wait
