@@ -119,10 +119,6 @@ class DriverStatement:
             cursor.close()
         return count
 
-    def execute_many(self, connection: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Run a write once per row, in one call to the driver (its ``executemany``)."""
-        _run(connection, self.sql, [self.parameters(row) for row in rows], many=True).close()
-
     def send(self, connection: Connection, params: Mapping[str, Any]) -> None:
         """Run a write whose outcome the caller does not look at (an ``INSERT``). On PostgreSQL
         it leaves with the connection's next statement or its ``COMMIT``, in the same round trip
@@ -131,7 +127,8 @@ class DriverStatement:
         self._send(connection, self.parameters(params), many=False)
 
     def send_many(self, connection: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """:meth:`send` for a write run once per row (``executemany``)."""
+        """:meth:`send` for a write run once per row, in one call to the driver (its
+        ``executemany``)."""
         self._send(connection, [self.parameters(row) for row in rows], many=True)
 
     def _send(self, connection: Connection, parameters: Any, *, many: bool) -> None:
