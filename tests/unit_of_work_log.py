@@ -51,3 +51,26 @@ def counted(runtime: Runtime) -> tuple[Runtime, list[str], list[str]]:
         reads,
         writes,
     )
+
+
+class WatchedUnitOfWork(CountingUnitOfWork):
+    """Also records the name of every member of the unit of work that a service reached for."""
+
+    def __init__(self, inner: UnitOfWork, log: list[str], touched: list[str]) -> None:
+        super().__init__(inner, log)
+        self._touched = touched
+
+    def __getattr__(self, name: str) -> Any:
+        self._touched.append(name)
+        return getattr(self._inner, name)
+
+
+def watched(runtime: Runtime) -> tuple[Runtime, list[str]]:
+    """The runtime with the members its write units of work were asked for recorded, in order."""
+    touched: list[str] = []
+    factory = runtime.unit_of_work
+
+    def open_watched() -> UnitOfWork:
+        return WatchedUnitOfWork(factory(), [], touched)  # type: ignore[return-value]
+
+    return evolve(runtime, unit_of_work=open_watched), touched

@@ -12,6 +12,7 @@ from refcore.models import EntryKind
 from refcore.services import affiliates
 from refcore.services.runtime import Runtime
 from tests.contract.scenario import LIVE, TEST, World, build_world
+from tests.unit_of_work_log import watched
 
 A = 10_000
 C = 2_000
@@ -152,6 +153,25 @@ def test_decisions_4_ledger_formula_counts_lost_disputes_only(world: World) -> N
         EntryKind.REVERSAL,
         EntryKind.REINSTATEMENT,
     ]
+
+
+def test_decisions_4_each_entry_is_measured_against_the_target_before_the_change(world: World) -> None:
+    """The current sum a new entry makes up to the target is the target the payment met before the
+    change (its entries always meet the formula), so refunds and disputes add up none of the
+    payment's entries: their number grows with every refund, and adding them up made a payment's
+    thousandth refund cost three times its first (bench/notes.md, tenth session)."""
+    payment = world.pay(world.referred_customer(), 3_001).record  # C = 600
+    world.rt, touched = watched(world.rt)
+    refunded = 0
+    for amount in (1, 2, 997, 1):
+        world.refund(payment.payment_id, amount)
+        refunded += amount
+        assert world.entry_sum(payment.id) == 600 - (600 * refunded) // 3_001
+    world.dispute("dp_lost", payment.payment_id, "lost", 1_000)
+    world.dispute("dp_lost", payment.payment_id, "funds_reinstated", 1_000)
+    assert world.entry_sum(payment.id) == 600 - (600 * refunded) // 3_001
+    assert "commission_entries" in touched  # the watch saw the entries appended
+    assert "metrics" not in touched
 
 
 def test_decisions_4_no_entry_when_the_target_does_not_move(runtime: Runtime, clock: ManualClock) -> None:

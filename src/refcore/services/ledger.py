@@ -49,21 +49,31 @@ def append_entry(tx: Tx, payment: Payment, kind: EntryKind, amount: int, source_
     return entry
 
 
-def rebalance(tx: Tx, payment: Payment, source_id: str) -> CommissionEntry | None:
-    """Append the entry (if any) that brings the payment's entries to the formula target."""
+def rebalance(tx: Tx, before: Payment, payment: Payment, source_id: str) -> CommissionEntry | None:
+    """Append the entry (if any) that brings the payment's entries to the formula target.
+
+    ``before`` is the payment as it stood before this change and ``payment`` as it stands after.
+    The entries met ``before``'s target already: every change to a payment's refunds and lost
+    disputes rebalances in the unit of work that makes it, under the payment's lock. So that
+    target is their current sum, and nothing needs to add them up. Adding them up cost as much as
+    the payment had entries: its thousandth refund took three times the CPU of its first
+    (bench/notes.md, tenth session). The ledger state machine and the concurrency tests still
+    check the sum itself after every step.
+    """
     if payment.commission_amount == 0 or payment.program_affiliate_id is None:
         return None
-    # Only the current sum matters: the store adds it up (a payment refunded in many parts has
-    # as many entries, and loading each one made every further refund slower).
-    current = tx.uow.metrics().sum("commission_entries", "amount", {"transaction_id": payment.id})
-    target = ledger_target(
-        payment.commission_amount, payment.amount, payment.refunded_amount, payment.lost_amount
-    )
-    step = adjustment(target, current)
+    current = _target(before)
+    step = adjustment(_target(payment), current)
     if step is None:
         return None
     kind, amount = step
     return append_entry(tx, payment, kind, amount, source_id)
+
+
+def _target(payment: Payment) -> int:
+    return ledger_target(
+        payment.commission_amount, payment.amount, payment.refunded_amount, payment.lost_amount
+    )
 
 
 def status_of(

@@ -309,6 +309,7 @@ def record_refund(
             created_at=tx.now,
         )
         tx.uow.refunds.add(refund)
+        before = payment
         payment = evolve(payment, refunded_amount=payment.refunded_amount + amount)
         tx.uow.payments.replace(payment)
         tx.emit(
@@ -317,7 +318,7 @@ def record_refund(
             livemode=scope.mode.livemode,
             data=represent(refund),
         )
-        rebalance(tx, payment, refund.id)
+        rebalance(tx, before, payment, refund.id)
         return Recorded(refund, created=True)
 
     return rt.transaction(work)
@@ -385,10 +386,11 @@ def _open_dispute(
         updated_at=tx.now,
     )
     tx.uow.disputes.add(dispute)
+    before = payment
     payment = _apply_to_payment(payment, None, status, amount)
     tx.uow.payments.replace(payment)
     if status is DisputeStatus.LOST:
-        rebalance(tx, payment, dispute.id)
+        rebalance(tx, before, payment, dispute.id)
     return Recorded(dispute, created=True)
 
 
@@ -401,12 +403,13 @@ def _advance_dispute(tx: Tx, payment: Payment, dispute: Dispute, status: Dispute
             f"Dispute {dispute.dispute_id} is {dispute.status.value}; it cannot become {status.value}",
             param="status",
         )
+    before = payment
     payment = _apply_to_payment(payment, dispute.status, status, dispute.amount)
     tx.uow.payments.replace(payment)
     dispute = evolve(dispute, status=status, updated_at=tx.now)
     tx.uow.disputes.replace(dispute)
     if status in (DisputeStatus.LOST, DisputeStatus.FUNDS_REINSTATED):
-        rebalance(tx, payment, dispute.id)
+        rebalance(tx, before, payment, dispute.id)
     return Recorded(dispute, created=False)
 
 
