@@ -390,7 +390,8 @@ commission_entries = Table(
     _time("available_at"),
     _time("created_at"),
     *_activity_indexes("program_id", "program_affiliate_id", "transaction_id"),
-    # A payment's entries (rebalancing) and an affiliate's Live entries (balances, payouts).
+    # A payment's entries (the balance triggers hold and release them with its disputes) and an
+    # affiliate's Live entries (balances, payouts).
     Index(None, "transaction_id", "id"),
     Index(None, "program_affiliate_id", "mode", "id"),
     # The entries of one affiliate that become available within one hour (the balance's edge).
