@@ -66,11 +66,15 @@ class WatchedUnitOfWork(CountingUnitOfWork):
 
 
 def watched(runtime: Runtime) -> tuple[Runtime, list[str]]:
-    """The runtime with the members its write units of work were asked for recorded, in order."""
+    """The runtime with the members its write units of work were asked for recorded, in order.
+
+    Reads keep the store's own factory: a store without one (the memory store) would otherwise
+    read through the watched one, and a test's own reads would count as the service's."""
     touched: list[str] = []
     factory = runtime.unit_of_work
 
     def open_watched() -> UnitOfWork:
         return WatchedUnitOfWork(factory(), [], touched)  # type: ignore[return-value]
 
-    return evolve(runtime, unit_of_work=open_watched), touched
+    reads = runtime.read_unit_of_work or factory
+    return evolve(runtime, unit_of_work=open_watched, read_unit_of_work=reads), touched
