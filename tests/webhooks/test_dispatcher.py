@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -254,6 +256,102 @@ def test_concurrent_commits_share_wake_ups_and_none_is_lost(
 
     assert run(scenario()) == (True,) * 5
     assert _types_received(receiver) == ["affiliate.created"] * 16
+
+
+class TimedOutbox(CountingOutbox):
+    """Also keeps when each claim started (the loop's clock) and how many events it took."""
+
+    def __init__(self, database: MemoryDatabase) -> None:
+        super().__init__(database)
+        self.claims: list[tuple[float, int]] = []
+
+    def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
+        started = time.monotonic()
+        events = super().claim(now=now, limit=limit, lease_seconds=lease_seconds)
+        self.claims.append((started, len(events)))
+        return events
+
+
+def _all_closed(world: World) -> bool:
+    return all(e.delivered_at is not None for e in _events(world))
+
+
+async def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await asyncio.sleep(0.005)
+    return False
+
+
+def test_under_a_stream_of_commits_passes_start_at_least_the_minimum_interval_apart(
+    world: World, box: SecretBox, database: MemoryDatabase, deliverer: Deliverer
+) -> None:
+    """Every commit wakes the dispatcher; without the interval, passes ran back to back and each
+    claimed the two or three events committed during the last, three units of work apiece."""
+    interval = 0.2
+    outbox = TimedOutbox(database)
+    dispatcher = WebhookDispatcher(
+        world.rt, outbox, box, deliverer, poll_interval=3600, min_pass_interval=interval
+    )
+    world.rt.notifier = dispatcher
+    waiting = len([e for e in _events(world) if e.delivered_at is None])
+
+    def stream() -> None:
+        for _ in range(30):
+            world.add_affiliate()
+            time.sleep(0.02)
+
+    async def scenario() -> bool:
+        await dispatcher.start()
+        await asyncio.to_thread(outbox.claimed_once.wait)
+        await asyncio.to_thread(stream)
+        closed = await _until(lambda: _all_closed(world))
+        await dispatcher.stop()
+        return closed
+
+    assert run(scenario()) is True
+    starts = [started for started, _ in outbox.claims]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    # Measured in the claiming thread, so each start also carries its own hop to that thread.
+    assert min(gaps) >= interval - 0.05, gaps
+    assert sum(taken for _, taken in outbox.claims) == waiting + 30
+    assert any(taken > 1 for _, taken in outbox.claims)  # passes gathered the stream's events
+
+
+def test_a_pass_that_fills_its_batch_is_followed_at_once_and_stop_cuts_the_interval_short(
+    world: World, box: SecretBox, database: MemoryDatabase, deliverer: Deliverer
+) -> None:
+    """A full batch means more is probably waiting: the interval applies only to a pass that
+    emptied the outbox, and stopping never waits it out."""
+    for _ in range(7):
+        world.add_affiliate()
+    waiting = len([e for e in _events(world) if e.delivered_at is None])
+    outbox = TimedOutbox(database)
+    dispatcher = WebhookDispatcher(
+        world.rt,
+        outbox,
+        box,
+        deliverer,
+        poll_interval=3600,
+        concurrency=2,
+        claim_batch=2,
+        min_pass_interval=3600,
+    )
+
+    async def scenario() -> tuple[bool, bool]:
+        await dispatcher.start()
+        closed = await _until(lambda: _all_closed(world))
+        try:
+            await asyncio.wait_for(dispatcher.stop(), timeout=10)
+        except TimeoutError:
+            return closed, False
+        return closed, True
+
+    assert run(scenario()) == (True, True)
+    # Full passes back to back, then the one that found the rest (or nothing), then no more.
+    assert [taken for _, taken in outbox.claims] == [2] * (waiting // 2) + [waiting % 2]
 
 
 class RecordingOutbox(CountingOutbox):
