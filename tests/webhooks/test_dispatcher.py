@@ -259,7 +259,8 @@ def test_concurrent_commits_share_wake_ups_and_none_is_lost(
 
 
 class TimedOutbox(CountingOutbox):
-    """Also keeps when each claim started (the loop's clock) and how many events it took."""
+    """Also keeps when each claim started (monotonic clock, in the claiming thread) and how many
+    events it took."""
 
     def __init__(self, database: MemoryDatabase) -> None:
         super().__init__(database)
