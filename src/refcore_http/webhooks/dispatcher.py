@@ -62,9 +62,9 @@ CLAIM_BATCH = 64
 #: its batch. Under a steady stream of commits every commit wakes the dispatcher, and passes ran
 #: back to back, each claiming the few events committed during the last: three units of work
 #: every few events. Waiting out the rest of this interval lets a pass gather what the stream
-#: committed meanwhile: in quick PostgreSQL payment runs it halved the CPU of the dispatcher's
-#: threads.
-#: The cost is at most this long a delay before a request, and only while commits keep coming.
+#: committed meanwhile: under PostgreSQL payments it halved the CPU of the dispatcher's threads,
+#: though not the server's throughput (``bench/notes.md``, eleventh session). The cost is at
+#: most this long a delay before a request, and only while commits keep coming.
 MIN_PASS_INTERVAL_SECONDS = 0.1
 
 
