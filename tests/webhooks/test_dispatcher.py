@@ -30,6 +30,20 @@ def _events(world: World) -> list[Event]:
     return world.rt.read(lambda tx: tx.uow.events.find_all({"app_id": world.app.id}))
 
 
+def _undelivered(world: World) -> list[Event]:
+    return [e for e in _events(world) if e.delivered_at is None]
+
+
+async def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Whether ``condition`` came true within ``seconds``, looking every 5 ms."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await asyncio.sleep(0.005)
+    return False
+
+
 def _types_received(receiver: Receiver) -> list[str]:
     return [h.payload["type"] for h in receiver.received]
 
@@ -41,7 +55,7 @@ def test_events_of_an_app_without_endpoint_are_closed_without_a_request(
 
     assert run(dispatcher.drain()) > 0
 
-    assert all(e.delivered_at is not None for e in _events(world))
+    assert not _undelivered(world)
     assert deliveries(world) == []
     assert receiver.received == []
 
@@ -56,7 +70,7 @@ def test_a_disabled_endpoint_gets_no_events_but_does_get_an_explicit_test(
     run(dispatcher.drain())
 
     assert _types_received(receiver) == ["webhook.test"]
-    assert all(e.delivered_at is not None for e in _events(world))
+    assert not _undelivered(world)
 
 
 def test_only_subscribed_types_are_sent(
@@ -68,7 +82,7 @@ def test_only_subscribed_types_are_sent(
     run(dispatcher.drain())
 
     assert sorted(_types_received(receiver)) == ["transaction.refunded", "webhook.test"]
-    assert all(e.delivered_at is not None for e in _events(world))
+    assert not _undelivered(world)
 
 
 def test_events_from_before_the_endpoint_existed_are_not_replayed_into_it(
@@ -125,7 +139,7 @@ def test_events_committed_while_no_dispatcher_ran_are_delivered_once_after_resta
     sent = [h.payload["id"] for h in receiver.received]
     assert sorted(sent) == sorted(due)  # each one, once
     assert [h.problems for h in receiver.received if h.problems] == []
-    assert all(e.delivered_at is not None for e in _events(world))
+    assert not _undelivered(world)
 
 
 def test_an_event_claimed_by_a_process_that_crashed_is_delivered_once_after_the_lease(
@@ -207,11 +221,7 @@ def test_a_running_dispatcher_is_woken_by_a_commit_without_waiting_for_its_poll(
         # A request handler commits from a worker thread; the notifier wakes the loop.
         await asyncio.to_thread(world.add_affiliate)
         try:
-            for _ in range(2000):
-                if deliveries(world):
-                    return True
-                await asyncio.sleep(0.005)
-            return False
+            return await _until(lambda: bool(deliveries(world)))
         finally:
             await dispatcher.stop()
 
@@ -232,11 +242,7 @@ def test_concurrent_commits_share_wake_ups_and_none_is_lost(
     world.rt.notifier = dispatcher
 
     async def delivered(count: int) -> bool:
-        for _ in range(2000):
-            if len(deliveries(world)) >= count:
-                return True
-            await asyncio.sleep(0.005)
-        return False
+        return await _until(lambda: len(deliveries(world)) >= count)
 
     async def scenario() -> tuple[bool, ...]:
         await dispatcher.start()
@@ -273,19 +279,6 @@ class TimedOutbox(CountingOutbox):
         return events
 
 
-def _all_closed(world: World) -> bool:
-    return all(e.delivered_at is not None for e in _events(world))
-
-
-async def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        await asyncio.sleep(0.005)
-    return False
-
-
 def test_under_a_stream_of_commits_passes_start_at_least_the_minimum_interval_apart(
     world: World, box: SecretBox, database: MemoryDatabase, deliverer: Deliverer
 ) -> None:
@@ -297,7 +290,7 @@ def test_under_a_stream_of_commits_passes_start_at_least_the_minimum_interval_ap
         world.rt, outbox, box, deliverer, poll_interval=3600, min_pass_interval=interval
     )
     world.rt.notifier = dispatcher
-    waiting = len([e for e in _events(world) if e.delivered_at is None])
+    waiting = len(_undelivered(world))
 
     def stream() -> None:
         for _ in range(30):
@@ -308,7 +301,7 @@ def test_under_a_stream_of_commits_passes_start_at_least_the_minimum_interval_ap
         await dispatcher.start()
         await asyncio.to_thread(outbox.claimed_once.wait)
         await asyncio.to_thread(stream)
-        closed = await _until(lambda: _all_closed(world))
+        closed = await _until(lambda: not _undelivered(world))
         await dispatcher.stop()
         return closed
 
@@ -328,7 +321,7 @@ def test_a_pass_that_fills_its_batch_is_followed_at_once_and_stop_cuts_the_inter
     emptied the outbox, and stopping never waits it out."""
     for _ in range(7):
         world.add_affiliate()
-    waiting = len([e for e in _events(world) if e.delivered_at is None])
+    waiting = len(_undelivered(world))
     outbox = TimedOutbox(database)
     dispatcher = WebhookDispatcher(
         world.rt,
@@ -343,7 +336,7 @@ def test_a_pass_that_fills_its_batch_is_followed_at_once_and_stop_cuts_the_inter
 
     async def scenario() -> tuple[bool, bool]:
         await dispatcher.start()
-        closed = await _until(lambda: _all_closed(world))
+        closed = await _until(lambda: not _undelivered(world))
         try:
             await asyncio.wait_for(dispatcher.stop(), timeout=10)
         except TimeoutError:
@@ -379,7 +372,7 @@ def test_one_pass_claims_a_whole_claim_batch_and_closes_its_quiet_events_in_one_
     events made the outbox as busy as the payments that filled it."""
     for _ in range(20):
         world.add_affiliate()
-    undelivered = [e.id for e in _events(world) if e.delivered_at is None]
+    undelivered = [e.id for e in _undelivered(world)]
     assert len(undelivered) > 2 * CONCURRENCY
     outbox = RecordingOutbox(database)
     dispatcher = WebhookDispatcher(world.rt, outbox, box, deliverer)
@@ -388,7 +381,7 @@ def test_one_pass_claims_a_whole_claim_batch_and_closes_its_quiet_events_in_one_
 
     assert outbox.limits == [CLAIM_BATCH]
     assert [sorted(batch) for batch in outbox.closed_batches] == [sorted(undelivered)]
-    assert all(e.delivered_at is not None for e in _events(world))
+    assert not _undelivered(world)
 
 
 class GatedDeliverer:

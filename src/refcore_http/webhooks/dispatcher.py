@@ -99,12 +99,12 @@ class WebhookDispatcher:
         self._min_pass_interval = min_pass_interval
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
-        #: Set by stop(): cuts short the wait between passes, which commits must not.
+        #: Set by stop(): ends the loop and cuts short the wait between passes, which a commit's
+        #: wake-up must not.
         self._halt: asyncio.Event | None = None
         #: Set while a wake-up is scheduled on the loop and has not run yet (see events_committed).
         self._wake_scheduled = False
         self._task: asyncio.Task[None] | None = None
-        self._stopping = False
 
     def __repr__(self) -> str:
         return f"WebhookDispatcher(concurrency={self._concurrency}, running={self.running})"
@@ -145,12 +145,10 @@ class WebhookDispatcher:
         self._wake = asyncio.Event()
         self._halt = asyncio.Event()
         self._wake_scheduled = False  # a wake-up scheduled on an earlier, closed loop never ran
-        self._stopping = False
         self._task = asyncio.create_task(self._run(), name="refcore-webhook-dispatcher")
 
     async def stop(self) -> None:
         """Finish the attempts in flight (at most one time budget), then return."""
-        self._stopping = True
         if self._wake is not None:
             self._wake.set()
         if self._halt is not None:
@@ -162,7 +160,7 @@ class WebhookDispatcher:
     async def _run(self) -> None:
         assert self._wake is not None and self._halt is not None
         loop = asyncio.get_running_loop()
-        while not self._stopping:
+        while not self._halt.is_set():
             self._wake.clear()
             started = loop.time()
             try:
