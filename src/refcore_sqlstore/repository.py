@@ -56,9 +56,11 @@ class SqlRepository(Generic[M]):
         return {self._mapper.column(field): value for field, value in where.items()}
 
     def _fetch(self, statement: DriverStatement, params: Mapping[str, Any]) -> list[M]:
+        """The models of a list read: its statement selects the whole table, so each row comes
+        as values in the table's column order (no dictionary per row; see ``from_columns``)."""
         with database_errors():
-            rows = statement.fetch(self._connection, params)
-        return [self._mapper.from_row(row) for row in rows]
+            rows = statement.fetch_tuples(self._connection, params)
+        return [self._mapper.from_columns(row) for row in rows]
 
     def _fetch_one(self, statement: DriverStatement, params: Mapping[str, Any]) -> M | None:
         with database_errors():

@@ -72,6 +72,22 @@ def test_every_model_reads_back_equal_with_every_field_of_its_declared_type(tabl
         assert type(getattr(read, field.name)) is type(getattr(item, field.name)), field.name
 
 
+@pytest.mark.parametrize("none", [False, True], ids=["values", "nones"])
+@pytest.mark.parametrize("table", sorted(MODELS))
+def test_a_row_given_as_values_in_column_order_reads_as_the_same_model(table: str, none: bool) -> None:
+    """List reads hand the mapper tuples in the table's column order instead of dictionaries."""
+    mapper: RowMapper[Any] = MAPPERS[table]
+    item = build(mapper.model, none=none)
+    row = as_the_database_returns(mapper.to_row(item))
+    assert set(mapper.columns) == set(row)
+
+    read = mapper.from_columns(tuple(row[column] for column in mapper.columns))
+
+    assert read == item
+    for field in attrs.fields(mapper.model):
+        assert type(getattr(read, field.name)) is type(getattr(item, field.name)), field.name
+
+
 def test_a_stored_value_the_enum_does_not_know_is_refused_by_name() -> None:
     mapper: RowMapper[Any] = MAPPERS["commission_entries"]
     row = as_the_database_returns(mapper.to_row(build(mapper.model, none=False)))
