@@ -199,6 +199,30 @@ def test_an_id_list_bound_as_one_parameter_matches_exactly_its_ids(
     assert sorted(id for (id,) in found) == sorted(set(wanted) & set(ODD_IDS))
 
 
+AWKWARD_IDS = ['whev_a"b', "whev_c\\d", "whev_e,f", "whev_{g}", " whev h ", "NULL", "whev_\"}"]
+
+
+def test_ids_with_quotes_backslashes_commas_braces_and_spaces_stay_one_element_each(
+    sql_store: SqlStore,
+) -> None:
+    """PostgreSQL gets the list as array text (``refcore_sqlstore.id_lists.text_array``): each
+    ID must arrive whole, whatever characters it holds."""
+    app_id = _history(sql_store)
+    with sql_store.unit_of_work() as uow:
+        for id in [*AWKWARD_IDS, "whev_ab", "whev_cd", "whev_g"]:
+            uow.events.add(
+                Event(
+                    id=id, app_id=app_id, type=EventType.WEBHOOK_TEST, livemode=True, created_at=NOW, data={}
+                )
+            )
+        uow.commit()
+    engine = engine_of(sql_store)
+    statement = select(events.c.id).where(in_id_list(events.c.id, "ids"))
+    with engine.connect() as connection:
+        found = compiled_for(statement, engine.dialect).fetch_tuples(connection, {"ids": AWKWARD_IDS})
+    assert sorted(id for (id,) in found) == sorted(AWKWARD_IDS)
+
+
 def test_a_statement_compiled_for_one_dialect_is_reused(sql_store: SqlStore) -> None:
     dialect = engine_of(sql_store).dialect
     statement = select(events.c.id).where(in_id_list(events.c.id, "ids"))
