@@ -21,6 +21,9 @@ What SQLAlchemy's path also did, and this one keeps:
 - A driver error that means the connection is gone invalidates the SQLAlchemy connection, so
   the pool discards it. Every driver error then propagates as the driver raised it, and
   :func:`refcore_sqlstore.errors.database_errors` translates it like SQLAlchemy's.
+
+On PostgreSQL every statement of a connection runs on the one cursor it keeps
+(:mod:`refcore_sqlstore.kept_cursors`); elsewhere each gets its own.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
-from refcore_sqlstore import postgres_round_trips
+from refcore_sqlstore import kept_cursors, postgres_round_trips
 
 Processor = Callable[[Any], Any]
 Row = dict[str, Any]
@@ -116,7 +119,7 @@ class DriverStatement:
         try:
             count: int = cursor.rowcount
         finally:
-            cursor.close()
+            _done(connection, cursor)
         return count
 
     def send(self, connection: Connection, params: Mapping[str, Any]) -> None:
@@ -133,7 +136,7 @@ class DriverStatement:
 
     def _send(self, connection: Connection, parameters: Any, *, many: bool) -> None:
         if connection.dialect.name != "postgresql":
-            _run(connection, self.sql, parameters, many=many).close()
+            _done(connection, _run(connection, self.sql, parameters, many=many))
             return
         if not connection.in_transaction():
             connection.begin()
@@ -171,7 +174,7 @@ class DriverStatement:
             rows = cursor.fetchall()
             names, processors = self._result or self._read_result(connection.dialect, cursor.description)
         finally:
-            cursor.close()
+            _done(connection, cursor)
         return names, rows, processors
 
     def _read_result(
@@ -231,10 +234,11 @@ def _run(connection: Connection, sql: str, parameters: Any, *, many: bool) -> An
         connection.begin()
     dbapi_connection = connection.connection.dbapi_connection
     assert dbapi_connection is not None
-    cursor = dbapi_connection.cursor()
+    postgresql = connection.dialect.name == "postgresql"
+    cursor = kept_cursors.kept_cursor(connection) if postgresql else dbapi_connection.cursor()
     _announce(connection, cursor, sql, parameters, many)
     try:
-        if connection.dialect.name == "postgresql":
+        if postgresql:
             postgres_round_trips.execute(connection, cursor, sql, parameters, many=many)
         elif many:
             cursor.executemany(sql, parameters)
@@ -247,3 +251,9 @@ def _run(connection: Connection, sql: str, parameters: Any, *, many: bool) -> An
             connection.invalidate(error)
         raise
     return cursor
+
+
+def _done(connection: Connection, cursor: Any) -> None:
+    """Close a statement's cursor, unless it is the connection's kept one (PostgreSQL)."""
+    if not kept_cursors.is_kept(connection, cursor):
+        cursor.close()
