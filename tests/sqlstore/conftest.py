@@ -46,6 +46,11 @@ def one_connection_postgres_store() -> Iterator[SqlStore]:
 
 
 @pytest.fixture
+def one_connection_postgres_runtime(one_connection_postgres_store: SqlStore) -> Runtime:
+    return one_connection_postgres_store.runtime(clock=ManualClock())
+
+
+@pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()
 

@@ -175,17 +175,12 @@ def test_a_lost_postgresql_connection_is_invalidated_and_the_next_unit_of_work_r
 ODD_IDS = ["whev_a", "whev_'quoted'", 'whev_"double"', "whev_é😀", "whev_,comma", "whev_[1]"]
 
 
-@pytest.mark.parametrize(
-    "wanted",
-    [["whev_a"], ODD_IDS, ["whev_missing"], ["whev_a", "whev_a", "whev_missing"], ODD_IDS[1:4]],
-    ids=["one", "every odd one", "none stored", "repeated and missing", "some"],
-)
-def test_an_id_list_bound_as_one_parameter_matches_exactly_its_ids(
-    sql_store: SqlStore, wanted: list[str]
-) -> None:
+def _ids_found_by_list(sql_store: SqlStore, stored: list[str], wanted: list[str]) -> list[str]:
+    """Store events with the ``stored`` IDs, then select those whose ID is in ``wanted``, the
+    list bound as one parameter."""
     app_id = _history(sql_store)
     with sql_store.unit_of_work() as uow:
-        for id in ODD_IDS:
+        for id in stored:
             uow.events.add(
                 Event(
                     id=id, app_id=app_id, type=EventType.WEBHOOK_TEST, livemode=True, created_at=NOW, data={}
@@ -196,10 +191,21 @@ def test_an_id_list_bound_as_one_parameter_matches_exactly_its_ids(
     statement = select(events.c.id).where(in_id_list(events.c.id, "ids"))
     with engine.connect() as connection:
         found = compiled_for(statement, engine.dialect).fetch_tuples(connection, {"ids": wanted})
-    assert sorted(id for (id,) in found) == sorted(set(wanted) & set(ODD_IDS))
+    return sorted(id for (id,) in found)
 
 
-AWKWARD_IDS = ['whev_a"b', "whev_c\\d", "whev_e,f", "whev_{g}", " whev h ", "NULL", "whev_\"}"]
+@pytest.mark.parametrize(
+    "wanted",
+    [["whev_a"], ODD_IDS, ["whev_missing"], ["whev_a", "whev_a", "whev_missing"], ODD_IDS[1:4]],
+    ids=["one", "every odd one", "none stored", "repeated and missing", "some"],
+)
+def test_an_id_list_bound_as_one_parameter_matches_exactly_its_ids(
+    sql_store: SqlStore, wanted: list[str]
+) -> None:
+    assert _ids_found_by_list(sql_store, ODD_IDS, wanted) == sorted(set(wanted) & set(ODD_IDS))
+
+
+AWKWARD_IDS = ['whev_a"b', "whev_c\\d", "whev_e,f", "whev_{g}", " whev h ", "NULL", 'whev_"}']
 
 
 def test_ids_with_quotes_backslashes_commas_braces_and_spaces_stay_one_element_each(
@@ -207,20 +213,8 @@ def test_ids_with_quotes_backslashes_commas_braces_and_spaces_stay_one_element_e
 ) -> None:
     """PostgreSQL gets the list as array text (``refcore_sqlstore.id_lists.text_array``): each
     ID must arrive whole, whatever characters it holds."""
-    app_id = _history(sql_store)
-    with sql_store.unit_of_work() as uow:
-        for id in [*AWKWARD_IDS, "whev_ab", "whev_cd", "whev_g"]:
-            uow.events.add(
-                Event(
-                    id=id, app_id=app_id, type=EventType.WEBHOOK_TEST, livemode=True, created_at=NOW, data={}
-                )
-            )
-        uow.commit()
-    engine = engine_of(sql_store)
-    statement = select(events.c.id).where(in_id_list(events.c.id, "ids"))
-    with engine.connect() as connection:
-        found = compiled_for(statement, engine.dialect).fetch_tuples(connection, {"ids": AWKWARD_IDS})
-    assert sorted(id for (id,) in found) == sorted(AWKWARD_IDS)
+    stored = [*AWKWARD_IDS, "whev_ab", "whev_cd", "whev_g"]
+    assert _ids_found_by_list(sql_store, stored, AWKWARD_IDS) == sorted(AWKWARD_IDS)
 
 
 def test_a_statement_compiled_for_one_dialect_is_reused(sql_store: SqlStore) -> None:

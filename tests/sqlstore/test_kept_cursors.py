@@ -12,21 +12,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from refcore.clocks import ManualClock
 from refcore.errors import Conflict
 from refcore.models import Organization
 from refcore.services.runtime import Runtime
-from refcore_sqlstore import SqlStore
 
 
 @pytest.fixture
-def store(one_connection_postgres_store: SqlStore) -> SqlStore:
-    return one_connection_postgres_store
-
-
-@pytest.fixture
-def runtime(store: SqlStore) -> Runtime:
-    return store.runtime(clock=ManualClock())
+def runtime(one_connection_postgres_runtime: Runtime) -> Runtime:
+    return one_connection_postgres_runtime
 
 
 @pytest.fixture
