@@ -48,17 +48,15 @@ class UtcDateTime(TypeDecorator[datetime]):
         return super().bind_processor(dialect)
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
-        """One function per value read, instead of the driver type's processor followed by
-        ``process_result_value``: :func:`_from_sqlite_text` on SQLite, :func:`_utc` elsewhere."""
+        """One function per value read, instead of ``TypeDecorator``'s chain of the driver
+        type's processor and a per-value hook: :func:`_from_sqlite_text` on SQLite, :func:`_utc`
+        (after the driver type's processor, if it has one) elsewhere."""
         if dialect.name == "sqlite":
             return _from_sqlite_text
         impl_processor = self.impl_instance.result_processor(dialect, coltype)
         if impl_processor is None:
             return _utc
         return lambda value: _utc(impl_processor(value))
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        return _utc(value)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -79,6 +77,10 @@ def _require_aware(value: datetime) -> None:
         raise ValueError("refcore stores timezone-aware datetimes only")
 
 
+#: The length of the text :func:`_sqlite_text` writes.
+_SQLITE_TEXT_LENGTH = 26
+
+
 def _sqlite_text(value: datetime | None) -> str | None:
     """The fixed-width UTC text SQLite stores (``2026-01-01 00:00:00.000000``).
 
@@ -93,11 +95,7 @@ def _sqlite_text(value: datetime | None) -> str | None:
         value = value.astimezone(UTC)
     # An aware datetime's ISO text ends with its offset, "+00:00": the first 26 characters are
     # the date, a space, and the time to the microsecond, always all six digits.
-    return value.isoformat(" ", "microseconds")[:26]
-
-
-#: The length of the text :func:`_sqlite_text` writes.
-_SQLITE_TEXT_LENGTH = 26
+    return value.isoformat(" ", "microseconds")[:_SQLITE_TEXT_LENGTH]
 
 
 def _from_sqlite_text(value: str | None) -> datetime | None:
