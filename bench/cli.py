@@ -70,7 +70,7 @@ class Plan:
 
     def estimate_seconds(self) -> float:
         per_run = self.warmup + self.duration + 1
-        scenario_runs = 1 + len(self.stores) * len(self.scenarios)
+        scenario_runs = 2 + len(self.stores) * len(self.scenarios)  # the ceiling twice
         scale_runs = len(self.stores) * len(self.scales) * len(SCALING_READS)
         # Seconds per million entries, measured: the balance projection's triggers run on every
         # seeded row (SQLite about 450 s, PostgreSQL about 1,100 s on this machine kind).
@@ -180,8 +180,8 @@ class Runner:
             server.restart()
         return sample
 
-    def ceiling(self) -> Row:
-        self.say("ceiling: bare Starlette endpoint")
+    def ceiling(self, *, again: bool = False) -> Row:
+        self.say("ceiling again, at the end of the run" if again else "ceiling: bare Starlette endpoint")
         with ceiling_server(cpu=self.server_cpu, log_dir=self.run_dir) as server:
             body = '{"via":"ceiling","page":"https://shop.example/pricing?via=x&n={uid}"}'
             sample = self.measure(server, Load("POST", "/v1/capture", BROWSER_HEADERS, body), "c")
@@ -433,6 +433,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--compare", help="an earlier run's JSON: its figures appear as 'before'")
     parser.add_argument("--keep", action="store_true", help="keep the run directory (logs, Lua, SQLite)")
     parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="measure the ceiling alone, as the run would, print it and write nothing "
+        "(how fast the machine is today, before a long run)",
+    )
+    parser.add_argument(
         "--render", metavar="JSON", help="measure nothing: write the report again from a run's saved JSON"
     )
     return parser.parse_args(argv)
@@ -465,7 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(plan.stores) - set(STORES)
     if unknown:
         raise SystemExit(f"unknown store {sorted(unknown)}; choose from {STORES}")
-    if "postgresql" in plan.stores and not postgres_available():
+    if "postgresql" in plan.stores and not args.probe and not postgres_available():
         raise SystemExit("PostgreSQL is not reachable on 127.0.0.1:5432; use --stores sqlite")
 
     command = "python -m bench " + " ".join(
@@ -474,8 +480,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = Progress()
     ensure_wrk()
     run_dir = Path(tempfile.mkdtemp(prefix="refcore-bench-", dir="/var/tmp"))
-    progress(f"{plan.mode} run, about {plan.estimate_seconds() / 60:.0f} min; working in {run_dir}")
     runner = Runner(plan, run_dir, progress)
+    if args.probe:
+        try:
+            runner.ceiling()
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return 0
+    progress(f"{plan.mode} run, about {plan.estimate_seconds() / 60:.0f} min; working in {run_dir}")
     results = Results(command=command.strip(), mode=plan.mode, facts=facts(run_dir), method=runner.method())
     json_path = Path(args.json) if args.json else ROOT / "bench" / "results" / f"{plan.mode}.json"
     json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -490,6 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for store in plan.stores:
                 runner.scaling(store, results)
                 results.save(json_path)
+        if plan.stores:
+            results.ceiling_after = runner.ceiling(again=True)
     finally:
         if args.keep:
             progress(f"run directory kept: {run_dir}")

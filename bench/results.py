@@ -58,6 +58,9 @@ class Results:
     service: list[dict[str, Any]] = field(factory=list)
     #: The core's writes in-process (``bench.core_cost``): store, scenario, threads, calls, cpu_ms.
     core: list[dict[str, Any]] = field(factory=list)
+    #: The ceiling measured again once everything else has run: a machine whose speed changed
+    #: during the run shows here (runs saved before it was measured have none).
+    ceiling_after: Row | None = None
 
     def ceiling_rps(self) -> float | None:
         for row in self.rows:
@@ -78,13 +81,17 @@ class Results:
         def measured(value: dict[str, Any] | None) -> Measured | None:
             return Measured(**value) if value else None
 
+        def row(value: dict[str, Any]) -> Row:
+            return Row(**{**value, "measured": measured(value["measured"])})
+
         return cls(
             command=data["command"],
             mode=data["mode"],
             facts=data["facts"],
             method=data["method"],
-            rows=[Row(**{**r, "measured": measured(r["measured"])}) for r in data["rows"]],
+            rows=[row(r) for r in data["rows"]],
             scaling=[ScaleRow(**{**r, "measured": measured(r["measured"])}) for r in data["scaling"]],
             service=data.get("service", []),
             core=data.get("core", []),
+            ceiling_after=row(data["ceiling_after"]) if data.get("ceiling_after") else None,
         )

@@ -114,6 +114,10 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
     assert "| SQLite | payment (POST /v1/transactions) |" in report
     assert "| SQLite | payment | 8 |" in report
     assert "## Scaling" in report and "## Targets" in report
+    # The ceiling is measured again once everything else has run, and the report compares the two.
+    again = json.loads(raw.read_text())["ceiling_after"]
+    assert again["store"] == "ceiling" and again["measured"]["requests"] > 0
+    assert "The ceiling measured again at the end of the run" in report
 
 
 def test_instruction_counts_fill_placeholders_as_the_wrk_script_does(tmp_path: Path) -> None:
@@ -175,3 +179,66 @@ def test_postgresql_write_scenarios_are_analyzed_after_their_warm_up_and_nothing
     writes = {scenario.key for scenario in SCENARIOS if scenario.written is not None}
     assert {"payment", "refund", "identify"} <= writes
     assert analyzed == {("postgresql", key) for key in writes}
+
+
+def _ceiling_run(rps_start: float, rps_end: float | None) -> Results:
+    results = Results(command="python -m bench", mode="smoke", facts={}, method={})
+    results.rows = [
+        Row("ceiling", "ceiling", "ceiling", _measured(round(rps_start), 3.0), cpu_ms_per_request=0.05),
+        Row("sqlite", "payment", "payment", _measured(800, 60.0), cpu_ms_per_request=1.2),
+    ]
+    if rps_end is not None:
+        results.ceiling_after = Row(
+            "ceiling", "ceiling", "ceiling", _measured(round(rps_end), 3.0), cpu_ms_per_request=0.1
+        )
+    return results
+
+
+def test_the_report_says_when_the_ceiling_at_the_end_shows_the_machine_slowed_during_the_run() -> None:
+    page = render(_ceiling_run(20_000, 9_500), plan_scales=(), before=None)
+    assert "The ceiling measured again at the end of the run: 9,500 req/s against 20,000" in page
+    assert "-52%" in page and "0.050 → 0.100 ms a request" in page
+    assert "speed changed by more than 25% during the run" in page
+    # Ratios stay taken to the first measurement.
+    assert "0.04 x (800 / 20,000)" in page
+
+
+def test_the_report_says_the_machine_kept_its_speed_when_both_ceilings_agree() -> None:
+    page = render(_ceiling_run(20_000, 19_000), plan_scales=(), before=None)
+    assert "19,000 req/s against 20,000 at the start, -5%" in page
+    assert "kept its speed" in page and "speed changed" not in page
+
+
+def test_the_ceiling_at_the_end_is_saved_with_the_run_and_older_runs_load_without_it(tmp_path: Path) -> None:
+    saved = tmp_path / "run.json"
+    _ceiling_run(20_000, 9_500).save(saved)
+    loaded = Results.load(saved)
+    assert loaded.ceiling_after is not None and loaded.ceiling_after.measured is not None
+    assert loaded.ceiling_after.measured.requests == 9_500
+    older = Results.load(ROOT / "bench" / "results" / "session20-full-9d2af33.json")
+    assert older.ceiling_after is None
+    assert "measured again at the end" not in render(older, plan_scales=(), before=None)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("wrk") is None or shutil.which("taskset") is None, reason="needs wrk and taskset"
+)
+def test_a_probe_measures_the_ceiling_alone_and_writes_nothing(tmp_path: Path) -> None:
+    output, raw = tmp_path / "performance.md", tmp_path / "results.json"
+    command = [
+        sys.executable,
+        "-m",
+        "bench",
+        "--probe",
+        "--smoke",
+        "--output",
+        str(output),
+        "--json",
+        str(raw),
+    ]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ceiling:" in done.stdout and "req/s" in done.stdout
+    assert "migrating" not in done.stdout  # no refcore server was started
+    assert not output.exists() and not raw.exists()
