@@ -193,7 +193,10 @@ def _ceiling_drift(results: Results) -> list[str]:
             " rows measured late compare with rows measured early only with care."
         )
     else:
-        line += f" Within {CEILING_DRIFT_LIMIT:.0%}: the machine kept its speed through the run."
+        line += (
+            f" Within {CEILING_DRIFT_LIMIT:.0%}, the spread this report allows the bare endpoint"
+            " between two runs before it warns that the machine's speed changed."
+        )
     return [line, ""]
 
 
