@@ -76,16 +76,26 @@ def test_an_acknowledged_write_missing_from_the_database_misses_the_commit_targe
     assert committed.met is False
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(
+#: End-to-end runs of the harness: real servers driven by wrk, pinned with taskset.
+runs_the_harness = pytest.mark.skipif(
     shutil.which("wrk") is None or shutil.which("taskset") is None, reason="needs wrk and taskset"
 )
-def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Path) -> None:
+
+
+def _run_bench(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """``python -m bench`` with ``options``, its report and JSON in ``tmp_path``; it must succeed."""
     output, raw = tmp_path / "performance.md", tmp_path / "results.json"
-    command = [
-        sys.executable,
-        "-m",
-        "bench",
+    command = [sys.executable, "-m", "bench", *options, "--output", str(output), "--json", str(raw)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done, output, raw
+
+
+@pytest.mark.slow
+@runs_the_harness
+def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Path) -> None:
+    _done, output, raw = _run_bench(
+        tmp_path,
         "--smoke",
         "--stores",
         "sqlite",
@@ -93,13 +103,7 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
         "public_capture,payment,payout_balance",
         "--scales",
         "1000",
-        "--output",
-        str(output),
-        "--json",
-        str(raw),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    )
     rows = {(r["store"], r["scenario"]): r for r in json.loads(raw.read_text())["rows"]}
     for key in ("public_capture", "payment"):
         row = rows[("sqlite", key)]
@@ -221,24 +225,9 @@ def test_the_ceiling_at_the_end_is_saved_with_the_run_and_older_runs_load_withou
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    shutil.which("wrk") is None or shutil.which("taskset") is None, reason="needs wrk and taskset"
-)
+@runs_the_harness
 def test_a_probe_measures_the_ceiling_alone_and_writes_nothing(tmp_path: Path) -> None:
-    output, raw = tmp_path / "performance.md", tmp_path / "results.json"
-    command = [
-        sys.executable,
-        "-m",
-        "bench",
-        "--probe",
-        "--smoke",
-        "--output",
-        str(output),
-        "--json",
-        str(raw),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    done, output, raw = _run_bench(tmp_path, "--probe", "--smoke")
     assert "ceiling:" in done.stdout and "req/s" in done.stdout
     assert "migrating" not in done.stdout  # no refcore server was started
     assert not output.exists() and not raw.exists()
