@@ -20,6 +20,7 @@ from refcore_http.capture_batches import CaptureBatches
 from refcore_http.dispatch import Context, build_routes
 from refcore_http.endpoints import Api, Endpoint
 from refcore_http.errors import http_exception_handler, unhandled_exception_handler
+from refcore_http.literal_routes import LiteralPathRouter
 from refcore_http.openapi import build_index, build_openapi
 from refcore_http.routes import affiliate_self as affiliate_self_routes
 from refcore_http.routes import affiliates, index, payouts, programs, revenue, tenancy, tracking, webhooks
@@ -88,15 +89,19 @@ def create_app(
         capture_batches=CaptureBatches(partial(record_captures, runtime), workers),
     )
     app = Starlette(
-        routes=build_routes(api.endpoints, context),
         exception_handlers={
             HTTPException: http_exception_handler,
             Exception: unhandled_exception_handler,
         },
+    )
+    # Starlette builds a plain Router and takes no other, so its router is replaced before the
+    # first request builds the middleware stack around it (see literal_routes).
+    app.router = LiteralPathRouter(
+        build_routes(api.endpoints, context),
+        # ``/v1/apps/`` is not ``/v1/apps``: answer 404 rather than a redirect clients may not follow.
+        redirect_slashes=False,
         lifespan=webhook_lifespan(runtime, outbox, settings),
     )
-    # ``/v1/apps/`` is not ``/v1/apps``: answer 404 rather than a redirect clients may not follow.
-    app.router.redirect_slashes = False
     app.state.api = api
     app.state.runtime = runtime
     app.state.settings = settings
