@@ -207,7 +207,7 @@ def test_the_report_says_when_the_ceiling_at_the_end_shows_the_machine_slowed_du
     assert "0.04 x (800 / 20,000)" in page
 
 
-def test_the_report_says_the_machine_kept_its_speed_when_both_ceilings_agree() -> None:
+def test_the_report_warns_of_nothing_when_both_ceilings_agree_within_the_limit() -> None:
     page = render(_ceiling_run(20_000, 19_000), plan_scales=(), before=None)
     assert "19,000 req/s against 20,000 at the start, -5%" in page
     assert "Within 25%, the spread this report allows" in page and "speed changed by more" not in page
