@@ -20,16 +20,17 @@ from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from refcore.services.tenancy import authenticate
 from refcore_http.endpoints import Access
+from refcore_http.request_headers import header
 
 _MAX_CREDENTIAL = 512
 
 
 def bearer_credential(request: Request) -> str | None:
     """The credential, ``None`` without an Authorization header; a malformed header is 401."""
-    header = request.headers.get("authorization")
-    if header is None:
+    sent = header(request, b"authorization")
+    if sent is None:
         return None
-    scheme, _, credential = header.strip().partition(" ")
+    scheme, _, credential = sent.strip().partition(" ")
     credential = credential.strip()
     if scheme.lower() != "bearer" or not credential or len(credential) > _MAX_CREDENTIAL:
         raise Unauthenticated("Send the credential as Authorization: Bearer <key or session token>")

@@ -24,6 +24,7 @@ from cattrs.gen import make_dict_structure_fn
 from starlette.requests import Request
 
 from refcore.errors import BodyTooLarge, InvalidJson, ValidationError
+from refcore_http.request_headers import header
 
 T = TypeVar("T")
 
@@ -158,7 +159,7 @@ def is_json_media_type(content_type: str | None) -> bool:
 
 async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
     """The raw body, refusing anything over ``limit`` bytes without reading it all."""
-    declared = request.headers.get("content-length")
+    declared = header(request, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(f"The request body exceeds {limit} bytes")
     chunks: list[bytes] = []

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from attrs import frozen
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -41,6 +42,7 @@ from refcore_http.endpoints import Api, Call, Endpoint, Handler, LoopHandler, Re
 from refcore_http.errors import internal_error_response, refcore_error_response
 from refcore_http.json_response import JsonResponse
 from refcore_http.queries import parse_query
+from refcore_http.request_headers import header
 from refcore_http.settings import Settings
 from refcore_http.visitors import visitor_of
 from refcore_http.workers import WorkerThreads
@@ -48,6 +50,7 @@ from refcore_http.workers import WorkerThreads
 log = logging.getLogger("refcore_http")
 
 _WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
+_NO_QUERY = QueryParams()
 
 
 @frozen
@@ -66,7 +69,7 @@ async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> 
     if endpoint.method in _WITHOUT_BODY:
         return None, frozenset()
     raw = await read_body(request, limit=settings.max_body_bytes)
-    content_type = request.headers.get("content-type")
+    content_type = header(request, b"content-type")
     if endpoint.body is None:
         # Action routes take no payload: an empty body or ``{}`` (decisions 11).
         if not raw.strip():
@@ -111,7 +114,11 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
         body: Any = None
         sent = frozenset[str]()
         try:
-            query = parse_query(request.query_params, endpoint.query)
+            # Most requests carry no query: Starlette would still parse the empty one into a
+            # new QueryParams (2 µs of a capture's 150).
+            query = parse_query(
+                request.query_params if request.scope.get("query_string") else _NO_QUERY, endpoint.query
+            )
             if endpoint.raw_body:
                 raw_body = await read_body(request, limit=context.settings.max_body_bytes)
             else:

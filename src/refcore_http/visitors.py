@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from starlette.requests import Request
 
 from refcore_http.endpoints import Visitor
+from refcore_http.request_headers import header
 from refcore_http.settings import Network
 
 MAX_USER_AGENT = 1024
@@ -45,8 +46,8 @@ def client_ip(peer: str | None, forwarded_for: str | None, proxies: Sequence[Net
 
 def visitor_of(request: Request, proxies: Sequence[Network]) -> Visitor:
     peer = request.client.host if request.client else None
-    agent = request.headers.get("user-agent")
+    agent = header(request, b"user-agent")
     return Visitor(
-        ip=client_ip(peer, request.headers.get("x-forwarded-for"), proxies),
+        ip=client_ip(peer, header(request, b"x-forwarded-for"), proxies),
         user_agent=agent[:MAX_USER_AGENT] if agent else None,
     )
