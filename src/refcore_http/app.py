@@ -20,7 +20,7 @@ from refcore_http.capture_batches import CaptureBatches
 from refcore_http.dispatch import Context, build_routes
 from refcore_http.endpoints import Api, Endpoint
 from refcore_http.errors import http_exception_handler, unhandled_exception_handler
-from refcore_http.literal_routes import LiteralPathRouter
+from refcore_http.literal_routes import LiteralPathApp, LiteralPathRouter
 from refcore_http.openapi import build_index, build_openapi
 from refcore_http.routes import affiliate_self as affiliate_self_routes
 from refcore_http.routes import affiliates, index, payouts, programs, revenue, tenancy, tracking, webhooks
@@ -88,7 +88,7 @@ def create_app(
         read_workers=worker_threads(read_threads, name="refcore-reader") if read_threads else workers,
         capture_batches=CaptureBatches(partial(record_captures, runtime), workers),
     )
-    app = Starlette(
+    app = LiteralPathApp(
         exception_handlers={
             HTTPException: http_exception_handler,
             Exception: unhandled_exception_handler,

@@ -1,11 +1,15 @@
-"""The router's lookup of literal paths: faster, and never a different route than Starlette's loop."""
+"""The lookup of literal paths, by the router and by the app: faster, and never a different
+route or answer than Starlette's loop."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
 
+import pytest
 from starlette.routing import BaseRoute, Match, Route
-from starlette.types import Scope
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from refcore.services.runtime import Runtime
 from refcore_http.app import create_app
@@ -79,3 +83,112 @@ def test_the_hot_paths_are_found_by_lookup_and_the_others_fall_back_to_the_loop(
     assert router.literal_route(_scope("GET", "/v1/transactions/txn_1")) is None
     assert router.literal_route(_scope("DELETE", "/v1/programs")) is None
     assert router.literal_route(_scope("GET", "/v1/nothing")) is None
+
+
+def test_the_app_hands_a_literal_route_its_endpoint_only_where_starlette_would_have_run_it(
+    runtime: Runtime, settings: Settings
+) -> None:
+    router = _router(runtime, settings)
+    taken = 0
+    for method, path in itertools.product(_METHODS, _paths(router.routes)):
+        scope = _scope(method, path)
+        endpoint = router.literal_endpoint(scope)
+        choice = _loop_choice(router.routes, scope)
+        if endpoint is None:
+            # Not taken: Starlette's loop answers, and what it finds is no literal route's full
+            # match (a route with parameters, a 405, a 404).
+            if choice is not None and choice[1] is Match.FULL:
+                assert isinstance(choice[0], Route) and choice[0].param_convertors, (method, path)
+            continue
+        taken += 1
+        assert choice is not None and choice[1] is Match.FULL, (method, path)
+        route = choice[0]
+        assert isinstance(route, Route) and route.endpoint is endpoint, (method, path)
+    assert taken > 20
+    # Behind a root path the route's path is what follows it: Starlette strips it, not the lookup.
+    assert router.literal_endpoint({**_scope("POST", "/v1/capture"), "root_path": "/api"}) is None
+
+
+def _asgi_call(app: ASGIApp, method: str, path: str) -> tuple[int, dict[bytes, bytes]]:
+    scope: Scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"testserver")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start = sent[0]
+    return start["status"], dict(start["headers"])
+
+
+def test_middleware_added_to_the_app_still_runs_for_literal_routes(
+    runtime: Runtime, settings: Settings
+) -> None:
+    app = create_app(runtime, settings)
+    seen: list[str] = []
+
+    class Marks:
+        def __init__(self, inner: ASGIApp) -> None:
+            self.inner = inner
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                seen.append(scope["path"])
+            await self.inner(scope, receive, send)
+
+    app.add_middleware(Marks)
+    status, _ = _asgi_call(app, "GET", "/v1")
+    assert status == 200
+    assert seen == ["/v1"]
+
+
+def test_a_failure_to_send_on_the_direct_path_is_logged_and_raised(
+    runtime: Runtime, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(runtime, settings)
+    scope: Scope = {**_scope("GET", "/v1"), "type": "http", "query_string": b"", "client": ("127.0.0.1", 1)}
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(_message: Message) -> None:
+        raise OSError("the client went away")
+
+    with pytest.raises(OSError, match="went away"), caplog.at_level(logging.ERROR, logger="refcore_http"):
+        asyncio.run(app(scope, receive, send))
+    assert "Unhandled error in GET /v1" in caplog.text
+
+
+def test_literal_and_routed_requests_answer_alike(runtime: Runtime, settings: Settings) -> None:
+    """The same request by the direct path, and by Starlette's stack (forced by a no-op
+    middleware): the same status and headers."""
+    direct = create_app(runtime, settings)
+    routed = create_app(runtime, settings)
+    routed.add_middleware(_PassThrough)
+    requests = [("GET", "/v1"), ("POST", "/v1/capture"), ("OPTIONS", "/v1/capture"), ("HEAD", "/v1")]
+    for method, path in requests:
+        assert _asgi_call(direct, method, path) == _asgi_call(routed, method, path), (method, path)
+
+
+class _PassThrough:
+    def __init__(self, inner: ASGIApp) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.inner(scope, receive, send)
