@@ -21,7 +21,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from attrs import field, frozen
+from attrs import Factory, field, frozen
 
 from refcore.errors import Unauthenticated
 from refcore.representation import JsonObject
@@ -210,9 +210,14 @@ class Endpoint:
     #: The media types a ``raw_body`` endpoint documents (an image upload); default JSON.
     raw_media_types: tuple[str, ...] = ()
 
-    @property
-    def runs_on_loop(self) -> bool:
-        return inspect.iscoroutinefunction(self.handler)
+    #: An ``async def`` handler, run on the event loop: decided once, not on every request
+    #: (``inspect`` walks the function's flags each time).
+    runs_on_loop: bool = field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=Factory(lambda self: inspect.iscoroutinefunction(self.handler), takes_self=True),
+    )
 
     @property
     def path_params(self) -> tuple[str, ...]:

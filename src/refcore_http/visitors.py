@@ -45,7 +45,8 @@ def client_ip(peer: str | None, forwarded_for: str | None, proxies: Sequence[Net
 
 
 def visitor_of(request: Request, proxies: Sequence[Network]) -> Visitor:
-    peer = request.client.host if request.client else None
+    client = request.scope.get("client")  # (host, port), as ``Request.client`` reads it
+    peer: str | None = client[0] if client else None
     agent = header(request, b"user-agent")
     return Visitor(
         ip=client_ip(peer, header(request, b"x-forwarded-for"), proxies),

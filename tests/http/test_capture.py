@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from attrs import evolve
 
 from refcore.services.runtime import Runtime
 from refcore_http.app import create_app
@@ -55,6 +56,20 @@ def test_public_capture_responses_allow_any_origin_even_errors(client: Client, t
     assert missing.headers["access-control-allow-origin"] == "*"
     # Only capture is open to browsers.
     assert "access-control-allow-origin" not in client.get("/v1").headers
+
+
+def test_a_configured_origin_is_the_only_one_allowed_and_answers_vary_by_origin(
+    runtime: Runtime, settings: Settings
+) -> None:
+    client = Client(create_app(runtime, evolve(settings, cors_allow_origin="https://shop.example")))
+    tenant = new_tenant(client, runtime, "acme")
+    ok = client.post("/v1/capture", json={"via": tenant.link_code}, headers={"Origin": "https://shop.example"})
+    expect(ok, 201)
+    preflight = client.request("OPTIONS", "/v1/capture", headers={"Origin": "https://shop.example"})
+    for response in (ok, preflight):
+        assert response.headers.get_list("access-control-allow-origin") == ["https://shop.example"]
+        assert response.headers.get_list("vary") == ["Origin"]
+    assert preflight.headers.get_list("access-control-max-age") == ["86400"]
 
 
 def test_forwarded_headers_from_an_untrusted_peer_are_ignored(
