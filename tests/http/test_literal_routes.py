@@ -47,23 +47,6 @@ def _paths(routes: list[BaseRoute]) -> list[str]:
     return sorted(paths | {"/v1/transactions/refunds", "/v1/nothing", "/v1/apps/"})
 
 
-def test_every_literal_route_the_lookup_takes_is_the_one_the_loop_would_have_taken(
-    runtime: Runtime, settings: Settings
-) -> None:
-    router = _router(runtime, settings)
-    taken = 0
-    for method, path in itertools.product(_METHODS, _paths(router.routes)):
-        scope = _scope(method, path)
-        found = router.literal_route(scope)
-        if found is None:
-            continue
-        taken += 1
-        route, child_scope = found
-        assert _loop_choice(router.routes, scope) == (route, Match.FULL), (method, path)
-        assert child_scope["endpoint"] is route.endpoint
-    assert taken > 20  # the lookup is in use, not bypassed
-
-
 def test_the_hot_paths_are_found_by_lookup_and_the_others_fall_back_to_the_loop(
     runtime: Runtime, settings: Settings
 ) -> None:
@@ -78,33 +61,39 @@ def test_the_hot_paths_are_found_by_lookup_and_the_others_fall_back_to_the_loop(
     ]:
         found = router.literal_route(_scope(method, path))
         assert found is not None and found[0].path == path, (method, path)
+        assert router.literal_endpoint(_scope(method, path)) is found[0].endpoint, (method, path)
     # A path with a parameter, a method the literal path lacks (405 comes from the loop), and
     # an unknown path are left to Starlette's loop.
-    assert router.literal_route(_scope("GET", "/v1/transactions/txn_1")) is None
-    assert router.literal_route(_scope("DELETE", "/v1/programs")) is None
-    assert router.literal_route(_scope("GET", "/v1/nothing")) is None
+    left = [("GET", "/v1/transactions/txn_1"), ("DELETE", "/v1/programs"), ("GET", "/v1/nothing")]
+    for method, path in left:
+        assert router.literal_route(_scope(method, path)) is None, (method, path)
+        assert router.literal_endpoint(_scope(method, path)) is None, (method, path)
 
 
-def test_the_app_hands_a_literal_route_its_endpoint_only_where_starlette_would_have_run_it(
+def test_both_lookups_take_a_literal_route_only_where_starlette_s_loop_would_have_run_it(
     runtime: Runtime, settings: Settings
 ) -> None:
+    """The router's lookup (route and child scope) and the app's (endpoint, past the
+    middlewares), for every method and path: the loop's own full match, or nothing."""
     router = _router(runtime, settings)
     taken = 0
     for method, path in itertools.product(_METHODS, _paths(router.routes)):
         scope = _scope(method, path)
+        found = router.literal_route(scope)
         endpoint = router.literal_endpoint(scope)
         choice = _loop_choice(router.routes, scope)
-        if endpoint is None:
-            # Not taken: Starlette's loop answers, and what it finds is no literal route's full
-            # match (a route with parameters, a 405, a 404).
+        if found is None or endpoint is None:
+            assert found is None and endpoint is None, (method, path)
+            # Starlette's loop answers, and what it finds is no literal route's full match (a
+            # route with parameters, a 405, a 404).
             if choice is not None and choice[1] is Match.FULL:
                 assert isinstance(choice[0], Route) and choice[0].param_convertors, (method, path)
             continue
         taken += 1
-        assert choice is not None and choice[1] is Match.FULL, (method, path)
-        route = choice[0]
-        assert isinstance(route, Route) and route.endpoint is endpoint, (method, path)
-    assert taken > 20
+        route, child_scope = found
+        assert choice == (route, Match.FULL), (method, path)
+        assert child_scope["endpoint"] is route.endpoint is endpoint, (method, path)
+    assert taken > 20  # the lookups are in use, not bypassed
     # Behind a root path the route's path is what follows it: Starlette strips it, not the lookup.
     assert router.literal_endpoint({**_scope("POST", "/v1/capture"), "root_path": "/api"}) is None
 
