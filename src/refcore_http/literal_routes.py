@@ -40,7 +40,7 @@ from starlette.types import Lifespan, Receive, Scope, Send
 log = logging.getLogger("refcore_http")
 
 #: A route's endpoint: what Starlette's ``request_response`` wraps.
-Endpoint = Callable[[Request], Awaitable[Response]]
+RouteEndpoint = Callable[[Request], Awaitable[Response]]
 
 
 class LiteralPathRouter(Router):
@@ -55,7 +55,7 @@ class LiteralPathRouter(Router):
             if isinstance(route, Route) and not route.param_convertors:
                 literal.setdefault(route.path, route)  # the first one, as the loop would find
         self._literal = literal
-        self._endpoints: dict[tuple[str, str], Endpoint] = {
+        self._endpoints: dict[tuple[str, str], RouteEndpoint] = {
             (method, path): route.endpoint
             for path, route in literal.items()
             for method in route.methods or ()
@@ -70,7 +70,7 @@ class LiteralPathRouter(Router):
         match, child_scope = route.matches(scope)
         return (route, child_scope) if match is Match.FULL else None
 
-    def literal_endpoint(self, scope: Scope) -> Endpoint | None:
+    def literal_endpoint(self, scope: Scope) -> RouteEndpoint | None:
         """The endpoint of the literal route that fully matches an HTTP request, if any: the
         one :meth:`literal_route` finds, by one lookup of the method and the path."""
         if scope.get("root_path"):
