@@ -446,9 +446,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    # Read now: a run writes its own results over the file it may be compared with
+    # (``--compare bench/results/full.json`` without ``--json``), and only once it is over.
+    before = Results.load(Path(args.compare)) if args.compare else None
     if args.render:
         saved = Results.load(Path(args.render))
-        before = Results.load(Path(args.compare)) if args.compare else None
         scales = tuple(sorted({row.entries for row in saved.scaling}))
         rendered_with = "python -m bench " + " ".join(
             shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
@@ -510,7 +512,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             shutil.rmtree(run_dir, ignore_errors=True)
     results.save(json_path)
-    before = Results.load(Path(args.compare)) if args.compare else None
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report.render(results, plan_scales=plan.scales, before=before))

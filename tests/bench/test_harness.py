@@ -94,8 +94,15 @@ def _run_bench(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProce
 @pytest.mark.slow
 @runs_the_harness
 def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Path) -> None:
+    # The run is compared with an earlier one saved where its own results go: the report's
+    # "before" must be that earlier run, read before this one wrote over it.
+    earlier = Results(command="python -m bench (the earlier run)", mode="smoke", facts={}, method={})
+    earlier.rows = [Row("ceiling", "ceiling", "ceiling", _measured(1000, 5.0))]
+    earlier.save(tmp_path / "results.json")
     _done, output, raw = _run_bench(
         tmp_path,
+        "--compare",
+        str(tmp_path / "results.json"),
         "--smoke",
         "--stores",
         "sqlite",
@@ -122,6 +129,7 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
     again = json.loads(raw.read_text())["ceiling_after"]
     assert again["store"] == "ceiling" and again["measured"]["requests"] > 0
     assert "The ceiling measured again at the end of the run" in report
+    assert "Before: `python -m bench (the earlier run)`" in report
 
 
 def test_instruction_counts_fill_placeholders_as_the_wrk_script_does(tmp_path: Path) -> None:
