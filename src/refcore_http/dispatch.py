@@ -22,7 +22,6 @@ parameters (``/v1/transactions/refunds`` before ``/v1/transactions/:id``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
 from typing import Any, cast
@@ -40,15 +39,13 @@ from refcore_http.auth import credential_of, principal_of
 from refcore_http.bodies import decode_object, read_body, structure
 from refcore_http.capture_batches import CaptureBatches
 from refcore_http.endpoints import Api, Call, Endpoint, Handler, LoopHandler, Reply
-from refcore_http.errors import internal_error_response, refcore_error_response
+from refcore_http.errors import internal_error_response, log_unhandled, refcore_error_response
 from refcore_http.json_response import JsonResponse
 from refcore_http.queries import parse_query
 from refcore_http.request_headers import header
 from refcore_http.settings import Settings
 from refcore_http.visitors import visitor_of
 from refcore_http.workers import WorkerThreads
-
-log = logging.getLogger("refcore_http")
 
 _WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
 _NO_QUERY = QueryParams()
@@ -177,7 +174,7 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
     except RefcoreError as exc:
         response = refcore_error_response(exc)
     except Exception as exc:
-        log.error("Unhandled error in %s %s", endpoint.method, endpoint.path, exc_info=exc)
+        log_unhandled(endpoint.method, endpoint.path, exc)
         response = internal_error_response()
     if endpoint.cors:
         response.raw_headers += _cors_headers(

@@ -73,7 +73,13 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(exc.detail), headers=headers)
 
 
+def log_unhandled(method: str, path: str, exc: BaseException) -> None:
+    """The server log's one line (and traceback) for an error no catalog entry answers; the
+    client sees only ``internal_error``."""
+    log.error("Unhandled error in %s %s", method, path, exc_info=exc)
+
+
 async def unhandled_exception_handler(request: Request, exc: Exception) -> Response:
     """Last resort for anything that escaped the endpoint dispatcher (which handles its own)."""
-    log.error("Unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
+    log_unhandled(request.method, request.url.path, exc)
     return internal_error_response()

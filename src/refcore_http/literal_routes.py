@@ -28,7 +28,6 @@ after.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from starlette.applications import Starlette
@@ -37,7 +36,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route, Router
 from starlette.types import Lifespan, Receive, Scope, Send
 
-log = logging.getLogger("refcore_http")
+from refcore_http.errors import log_unhandled
 
 #: A route's endpoint: what Starlette's ``request_response`` wraps.
 RouteEndpoint = Callable[[Request], Awaitable[Response]]
@@ -108,7 +107,7 @@ class LiteralPathApp(Starlette):
                 except Exception as exc:
                     # Only sending can fail here (the endpoint answers its own errors); as
                     # Starlette's last resort would, log it and let the server close the connection.
-                    log.error("Unhandled error in %s %s", scope["method"], scope["path"], exc_info=exc)
+                    log_unhandled(scope["method"], scope["path"], exc)
                     raise
                 return
         await super().__call__(scope, receive, send)
