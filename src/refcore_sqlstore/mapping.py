@@ -75,6 +75,12 @@ FieldReader = Callable[[Any], Any]
 ColumnKey = Callable[[str], Any]
 
 
+def _stored_as_is(inner: Any) -> bool:
+    """Whether a field of this (not optional) type has its column's value as its own value,
+    read or written."""
+    return inner in _AS_STORED or typing.get_origin(inner) is dict
+
+
 def _optional_inner(field_type: Any) -> tuple[Any, bool]:
     """``(T, True)`` for ``T | None``; ``(field_type, False)`` for anything else."""
     if typing.get_origin(field_type) in (typing.Union, types.UnionType):
@@ -111,7 +117,7 @@ def _field_reader(
         keys = {inner: key(f"{name}_{inner}") for inner in nested}
         return lambda row: _CONVERTER.structure({inner: row[k] for inner, k in keys.items()}, field_type)
     inner, optional = _optional_inner(field_type)
-    if inner in _AS_STORED or typing.get_origin(inner) is dict:
+    if _stored_as_is(inner):
         return None
     if isinstance(inner, type) and issubclass(inner, enum.Enum):
         return _enum_reader(key(name), inner, optional=optional)
@@ -157,7 +163,7 @@ def _field_writer(field_type: Any) -> Callable[[Any], Any] | None:
     An event's ``data`` goes in as it is: it is a representation, built of JSON's own types
     (enums as their values), and the JSON column serializes it; the driver never sees it."""
     inner, _ = _optional_inner(field_type)
-    if inner in _AS_STORED or typing.get_origin(inner) is dict:
+    if _stored_as_is(inner):
         return None
     if isinstance(inner, type) and issubclass(inner, enum.Enum):
         return operator.attrgetter("value")  # drivers must never see an Enum (see _converter)
