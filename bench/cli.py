@@ -400,23 +400,43 @@ def _vacuum_analyze(url: str) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
-def _checkpoint(url: str) -> None:
+#: How long the seeded file's checkpoint keeps trying before the run stops. The scaling
+#: server runs while the seeder writes, and its first commit after a seeding (the webhook
+#: dispatcher closing the world's events, say) starts SQLite's automatic checkpoint of the
+#: seeder's large log. SQLite refuses a second checkpointer at once instead of waiting for the
+#: first: its busy timeout covers readers and the writer, not that (a 250 MB log checkpointed
+#: in one connection made a ``TRUNCATE`` checkpoint in another return busy after 0.0 s with a
+#: 5 s timeout). A smoke run failed on it once in the sixteenth session.
+CHECKPOINT_PATIENCE_SECONDS = 30.0
+
+
+def _checkpoint(url: str, *, patience: float = CHECKPOINT_PATIENCE_SECONDS, pause: float = 0.1) -> None:
     """Fold the seeding's write-ahead log back into the SQLite file and empty it.
 
     The seeder writes history in large transactions; the last one leaves a WAL of hundreds of
     thousands of pages that no later write resets, and every read then looks its pages up in
     that WAL's index (at 1M entries the balance read cost four times what it did after a
     checkpoint). A server taking writes resets its WAL after each completed checkpoint within
-    seconds; this puts the seeded file in that state, as ``VACUUM ANALYZE`` does for PostgreSQL."""
+    seconds; this puts the seeded file in that state, as ``VACUUM ANALYZE`` does for PostgreSQL.
+
+    A refused checkpoint is tried again every ``pause`` seconds (each try also waits up to
+    ``pause`` for readers and the writer) until ``patience`` runs out; a reader that holds the
+    log all that time still stops the run, since the reads would then measure a full log."""
     path = make_url(url).database
     assert path is not None
-    connection = sqlite3.connect(path)
+    deadline = time.monotonic() + patience
+    connection = sqlite3.connect(path, timeout=pause)
     try:
-        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        while True:
+            busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return
+            if time.monotonic() >= deadline:
+                held = f"could not be checkpointed within {patience:g} s: a reader held it"
+                raise RuntimeError(f"the seeded SQLite file {held}")
+            time.sleep(pause)
     finally:
         connection.close()
-    if busy:
-        raise RuntimeError("the seeded SQLite file could not be checkpointed: a reader held it")
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:

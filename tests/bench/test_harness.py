@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
-from bench.cli import analyzes_after_warmup, scenarios_after_writes
+from bench.cli import _checkpoint, analyzes_after_warmup, scenarios_after_writes
 from bench.report import render, verdicts
 from bench.results import Results, Row
 from bench.scenarios import SCENARIOS
@@ -239,3 +241,46 @@ def test_a_probe_measures_the_ceiling_alone_and_writes_nothing(tmp_path: Path) -
     assert "ceiling:" in done.stdout and "req/s" in done.stdout
     assert "migrating" not in done.stdout  # no refcore server was started
     assert not output.exists() and not raw.exists()
+
+
+def _file_with_a_held_log(tmp_path: Path) -> tuple[Path, sqlite3.Connection]:
+    """A WAL-mode file whose log holds committed pages, and a reader whose open snapshot
+    includes them: a ``TRUNCATE`` checkpoint cannot empty the log until that reader ends."""
+    path = tmp_path / "seeded.db"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("CREATE TABLE entries (amount INTEGER)")
+    writer.executemany("INSERT INTO entries VALUES (?)", [(n,) for n in range(1000)])
+    reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM entries").fetchone() == (1000,)
+    # Closed only now: the last connection to close checkpoints and empties the log itself.
+    writer.close()
+    return path, reader
+
+
+def test_the_seeded_file_is_checkpointed_once_a_passing_reader_lets_go(tmp_path: Path) -> None:
+    path, reader = _file_with_a_held_log(tmp_path)
+    wal = Path(f"{path}-wal")
+    assert wal.stat().st_size > 0
+    # Each try waits 0.05 s at most, so only trying again outlasts a reader that holds the log
+    # for 0.5 s (as the server's own checkpoint holds off a second checkpointer).
+    release = threading.Timer(0.5, reader.rollback)
+    release.start()
+    try:
+        _checkpoint(f"sqlite:///{path}", patience=10.0, pause=0.05)
+        emptied = wal.stat().st_size  # read before the last connection closes and removes it
+    finally:
+        release.join()
+        reader.close()
+    assert emptied == 0
+
+
+def test_a_log_held_longer_than_the_patience_stops_the_run(tmp_path: Path) -> None:
+    path, reader = _file_with_a_held_log(tmp_path)
+    try:
+        with pytest.raises(RuntimeError, match=r"could not be checkpointed within 0\.3 s"):
+            _checkpoint(f"sqlite:///{path}", patience=0.3, pause=0.05)
+    finally:
+        reader.close()
