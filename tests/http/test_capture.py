@@ -63,7 +63,9 @@ def test_a_configured_origin_is_the_only_one_allowed_and_answers_vary_by_origin(
 ) -> None:
     client = Client(create_app(runtime, evolve(settings, cors_allow_origin="https://shop.example")))
     tenant = new_tenant(client, runtime, "acme")
-    ok = client.post("/v1/capture", json={"via": tenant.link_code}, headers={"Origin": "https://shop.example"})
+    ok = client.post(
+        "/v1/capture", json={"via": tenant.link_code}, headers={"Origin": "https://shop.example"}
+    )
     expect(ok, 201)
     preflight = client.request("OPTIONS", "/v1/capture", headers={"Origin": "https://shop.example"})
     for response in (ok, preflight):
