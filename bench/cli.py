@@ -302,7 +302,7 @@ class Runner:
                         if store == "postgresql":
                             _vacuum_analyze(url)
                         else:
-                            _checkpoint(url)
+                            checkpoint_seeded_file(url)
                         for key in SCALING_READS:
                             load = by_key(key).load(world)
                             if load is None:
@@ -410,7 +410,9 @@ def _vacuum_analyze(url: str) -> None:
 CHECKPOINT_PATIENCE_SECONDS = 30.0
 
 
-def _checkpoint(url: str, *, patience: float = CHECKPOINT_PATIENCE_SECONDS, pause: float = 0.1) -> None:
+def checkpoint_seeded_file(
+    url: str, *, patience: float = CHECKPOINT_PATIENCE_SECONDS, pause: float = 0.1
+) -> None:
     """Fold the seeding's write-ahead log back into the SQLite file and empty it.
 
     The seeder writes history in large transactions; the last one leaves a WAL of hundreds of
@@ -432,8 +434,10 @@ def _checkpoint(url: str, *, patience: float = CHECKPOINT_PATIENCE_SECONDS, paus
             if not busy:
                 return
             if time.monotonic() >= deadline:
-                held = f"could not be checkpointed within {patience:g} s: a reader held it"
-                raise RuntimeError(f"the seeded SQLite file {held}")
+                raise RuntimeError(
+                    f"the seeded SQLite file could not be checkpointed within {patience:g} s:"
+                    " a reader or another checkpoint held it"
+                )
             time.sleep(pause)
     finally:
         connection.close()

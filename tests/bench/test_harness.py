@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from bench.cli import _checkpoint, analyzes_after_warmup, scenarios_after_writes
+from bench.cli import analyzes_after_warmup, checkpoint_seeded_file, scenarios_after_writes
 from bench.report import render, verdicts
 from bench.results import Results, Row
 from bench.scenarios import SCENARIOS
@@ -269,7 +269,7 @@ def test_the_seeded_file_is_checkpointed_once_a_passing_reader_lets_go(tmp_path:
     release = threading.Timer(0.5, reader.rollback)
     release.start()
     try:
-        _checkpoint(f"sqlite:///{path}", patience=10.0, pause=0.05)
+        checkpoint_seeded_file(f"sqlite:///{path}", patience=10.0, pause=0.05)
         emptied = wal.stat().st_size  # read before the last connection closes and removes it
     finally:
         release.join()
@@ -281,6 +281,6 @@ def test_a_log_held_longer_than_the_patience_stops_the_run(tmp_path: Path) -> No
     path, reader = _file_with_a_held_log(tmp_path)
     try:
         with pytest.raises(RuntimeError, match=r"could not be checkpointed within 0\.3 s"):
-            _checkpoint(f"sqlite:///{path}", patience=0.3, pause=0.05)
+            checkpoint_seeded_file(f"sqlite:///{path}", patience=0.3, pause=0.05)
     finally:
         reader.close()
