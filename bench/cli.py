@@ -50,6 +50,8 @@ class Sample:
     label: str
     cpu_ms_per_request: float | None
     load1: float
+    #: The kernel's part of the server's CPU time over the run (``None`` when it used none).
+    kernel_share: float | None
 
 
 #: Ten affiliates share the growing history; one more keeps a fixed history (``steady_balance``).
@@ -156,7 +158,7 @@ class Runner:
             )
         if after_warmup is not None:
             after_warmup()
-        cpu_before = server.cpu_seconds()
+        user_before, system_before = server.cpu_times()
         measured = run_wrk(
             server.url,
             load,
@@ -165,13 +167,16 @@ class Runner:
             cpu=self.load_cpu,
             script_dir=self.run_dir,
         )
-        cpu = server.cpu_seconds() - cpu_before
+        user_after, system_after = server.cpu_times()
+        system = system_after - system_before
+        cpu = user_after - user_before + system
         sample = Sample(
             measured=measured,
             rss_mb=server.rss_mb(),
             label=f"m{run}",
             cpu_ms_per_request=cpu * 1000 / measured.requests if measured.requests else None,
             load1=load_average(),
+            kernel_share=system / cpu if cpu > 0 else None,
         )
         if not server.wait_idle():
             # Requests wrk gave up on are still queued in the server: start it afresh so they
@@ -197,6 +202,7 @@ class Runner:
             sample.rss_mb,
             cpu_ms_per_request=sample.cpu_ms_per_request,
             load1=sample.load1,
+            kernel_share=sample.kernel_share,
         )
 
     def scenario(self, store: str, server: Server, world: World, scenario: Scenario, url: str) -> Row:
@@ -218,6 +224,7 @@ class Runner:
             sample.rss_mb,
             cpu_ms_per_request=sample.cpu_ms_per_request,
             load1=sample.load1,
+            kernel_share=sample.kernel_share,
         )
         if scenario.written is not None:
             engine = create_engine(normalise_url(url))
@@ -320,6 +327,7 @@ class Runner:
                                     sample.rss_mb,
                                     cpu_ms_per_request=sample.cpu_ms_per_request,
                                     load1=sample.load1,
+                                    kernel_share=sample.kernel_share,
                                 )
                             )
                             self.say(
@@ -373,10 +381,11 @@ def analyzes_after_warmup(store: str, scenario: Scenario) -> bool:
 
 
 def _cpu(sample: Sample) -> str:
-    cost = sample.cpu_ms_per_request
-    return (
-        f"server CPU {cost:.2f} ms/request, load {sample.load1:.1f}" if cost else f"load {sample.load1:.1f}"
-    )
+    cost, kernel = sample.cpu_ms_per_request, sample.kernel_share
+    if not cost:
+        return f"load {sample.load1:.1f}"
+    in_kernel = f" ({kernel:.0%} kernel)" if kernel is not None else ""
+    return f"server CPU {cost:.2f} ms/request{in_kernel}, load {sample.load1:.1f}"
 
 
 def _vacuum_analyze(url: str) -> None:

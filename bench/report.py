@@ -37,6 +37,14 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def _server_cpu(row: Row | ScaleRow) -> str:
+    """The server's CPU milliseconds a request, with the kernel's share when the run measured it."""
+    cost = _f(row.cpu_ms_per_request, 2)
+    if row.cpu_ms_per_request is None or row.kernel_share is None:
+        return cost
+    return f"{cost} ({row.kernel_share:.0%} kernel)"
+
+
 def _scaling_ratio(results: Results, store: str, scenario: str) -> tuple[float, float, int, int] | None:
     """(p50 ratio, p99 ratio, small scale, large scale) between the largest and smallest scale."""
     rows = sorted(
@@ -218,7 +226,7 @@ def _scenario_line(row: Row, ceiling: float | None, title: str) -> str:
     )
     return (
         f"| {STORE_NAMES[row.store]} | {title} | {m.rps:,.0f} | {share} | {_f(m.p50_ms)} | {_f(m.p99_ms)} "
-        f"| {m.errors:,} | {_f(row.rss_mb, 0)} | {writes} | {_f(row.cpu_ms_per_request, 2)} "
+        f"| {m.errors:,} | {_f(row.rss_mb, 0)} | {writes} | {_server_cpu(row)} "
         f"| {_f(row.load1)} |"
     )
 
@@ -246,7 +254,7 @@ def _scale_line(row: ScaleRow) -> str:
         )
     return (
         f"| {STORE_NAMES[row.store]} | {row.scenario} | {row.entries:,} | {m.rps:,.0f} | {_f(m.p50_ms)} "
-        f"| {_f(m.p99_ms)} | {m.errors:,} | {_f(row.rss_mb, 0)} | {_f(row.cpu_ms_per_request, 2)} "
+        f"| {_f(m.p99_ms)} | {m.errors:,} | {_f(row.rss_mb, 0)} | {_server_cpu(row)} "
         f"| {_f(row.load1)} |"
     )
 
@@ -412,7 +420,10 @@ def render(
         "  After a run whose queued requests outlast it, the server is restarted before the next.",
         "- **server CPU ms / request** is the server process's CPU time (user + system, all threads)",
         "  over the measured run divided by the requests answered (PostgreSQL's own processes are",
-        "  not included): it does not depend on what else the machine was doing. **load** is the",
+        "  not included): it does not depend on what else the machine was doing. The share in",
+        "  brackets is the kernel's part of it (system calls: writing the log, `fsync`, sockets,",
+        "  waking threads), which instruction counts (`python -m bench.instructions`) leave out;",
+        "  runs saved before the sixteenth session did not record it. **load** is the",
         "  1-minute load average right after the run; this machine is shared with other work, and a",
         "  load well above 2 means the figures of that row were taken with less than the two CPUs",
         "  to themselves.",

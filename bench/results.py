@@ -32,6 +32,10 @@ class Row:
     #: 1-minute load average right after the run.
     cpu_ms_per_request: float | None = None
     load1: float | None = None
+    #: The kernel's part of that CPU time (system calls: the log's writes, ``fsync``, sockets,
+    #: thread hand-offs), which a request's instruction count leaves out. Runs saved before the
+    #: sixteenth session have none.
+    kernel_share: float | None = None
 
 
 @define
@@ -44,6 +48,7 @@ class ScaleRow:
     note: str = ""
     cpu_ms_per_request: float | None = None
     load1: float | None = None
+    kernel_share: float | None = None
 
 
 @define

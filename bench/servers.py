@@ -109,10 +109,15 @@ class Server:
                 return int(line.split()[1]) / 1024
         raise RuntimeError(f"no VmRSS for {self.name}")
 
+    def cpu_times(self) -> tuple[float, float]:
+        """CPU seconds the server has used so far in its own code and in the kernel (every thread)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
+
     def cpu_seconds(self) -> float:
         """CPU time the server has used so far (user + system, every thread)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return sum(self.cpu_times())
 
     def log_tail(self, lines: int = 40) -> str:
         try:

@@ -118,6 +118,8 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
         row = rows[("sqlite", key)]
         assert row["measured"]["requests"] > 0
         assert row["committed"] >= row["acknowledged"] > 0
+    # The server's CPU is split into its own and the kernel's: a share, not a duration.
+    assert all(0 <= row["kernel_share"] <= 1 for row in rows.values())
     assert rows[("sqlite", "payout_balance")]["measured"]["requests"] > 0
     core = json.loads(raw.read_text())["core"]
     # The core's cost is measured for the write scenarios run, at one and eight threads.
@@ -284,3 +286,21 @@ def test_a_log_held_longer_than_the_patience_stops_the_run(tmp_path: Path) -> No
             checkpoint_seeded_file(f"sqlite:///{path}", patience=0.3, pause=0.05)
     finally:
         reader.close()
+
+
+def test_the_kernels_share_of_the_server_cpu_is_reported_beside_it_and_older_runs_show_none(
+    tmp_path: Path,
+) -> None:
+    results = Results(command="python -m bench", mode="smoke", facts={}, method={})
+    ceiling, payment = _measured(1000, 5.0), _measured(100, 20.0)
+    results.rows = [
+        Row("ceiling", "ceiling", "ceiling", ceiling, cpu_ms_per_request=0.04, kernel_share=0.31),
+        Row("sqlite", "payment", "payment", payment, cpu_ms_per_request=0.95, kernel_share=0.174),
+    ]
+    saved = tmp_path / "run.json"
+    results.save(saved)
+    page = render(Results.load(saved), plan_scales=(), before=None)
+    assert "| 0.95 (17% kernel) |" in page and "| 0.04 (31% kernel) |" in page
+    older = Results.load(ROOT / "bench" / "results" / "session23-full-b49a997.json")
+    assert all(row.kernel_share is None for row in older.rows)
+    assert "% kernel)" not in render(older, plan_scales=(), before=None)
