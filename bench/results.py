@@ -34,7 +34,7 @@ class Row:
     load1: float | None = None
     #: The kernel's part of that CPU time (system calls: the log's writes, ``fsync``, sockets,
     #: thread hand-offs), which a request's instruction count leaves out. Runs saved before the
-    #: sixteenth session have none.
+    #: harness recorded it (revision 4a1dfb2) have none.
     kernel_share: float | None = None
 
 
