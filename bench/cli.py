@@ -381,11 +381,10 @@ def analyzes_after_warmup(store: str, scenario: Scenario) -> bool:
 
 
 def _cpu(sample: Sample) -> str:
-    cost, kernel = sample.cpu_ms_per_request, sample.kernel_share
+    cost = sample.cpu_ms_per_request
     if not cost:
         return f"load {sample.load1:.1f}"
-    in_kernel = f" ({kernel:.0%} kernel)" if kernel is not None else ""
-    return f"server CPU {cost:.2f} ms/request{in_kernel}, load {sample.load1:.1f}"
+    return f"server CPU {cost:.2f} ms/request{report.in_kernel(sample.kernel_share)}, load {sample.load1:.1f}"
 
 
 def _vacuum_analyze(url: str) -> None:

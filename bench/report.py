@@ -37,12 +37,16 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def in_kernel(share: float | None) -> str:
+    """`` (17% kernel)`` after a CPU figure, or nothing for a run that did not measure it."""
+    return "" if share is None else f" ({share:.0%} kernel)"
+
+
 def _server_cpu(row: Row | ScaleRow) -> str:
     """The server's CPU milliseconds a request, with the kernel's share when the run measured it."""
-    cost = _f(row.cpu_ms_per_request, 2)
-    if row.cpu_ms_per_request is None or row.kernel_share is None:
-        return cost
-    return f"{cost} ({row.kernel_share:.0%} kernel)"
+    if row.cpu_ms_per_request is None:
+        return _f(None)
+    return _f(row.cpu_ms_per_request, 2) + in_kernel(row.kernel_share)
 
 
 def _scaling_ratio(results: Results, store: str, scenario: str) -> tuple[float, float, int, int] | None:
