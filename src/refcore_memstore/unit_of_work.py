@@ -37,6 +37,7 @@ from refcore.models.payout import (
 )
 from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
+from refcore.ports.lookups import FieldOf, Found, Lookup, check_order
 from refcore_memstore.database import APPEND_ONLY, UNIQUE_KEYS, MemoryDatabase
 from refcore_memstore.ledger import MemoryLedgerReads
 from refcore_memstore.metrics import MemoryMetrics
@@ -110,6 +111,15 @@ class MemoryUnitOfWork:
     def ledger(self) -> MemoryLedgerReads:
         return MemoryLedgerReads(self._repos)
 
+    def look_up(self, *lookups: Lookup[Any]) -> Found:
+        """Each lookup in turn, through its repository's ``find_one``."""
+        check_order(lookups)
+        found: dict[Lookup[Any], object | None] = {}
+        for lookup in lookups:
+            where = _resolved(lookup, found)
+            found[lookup] = None if where is None else self._repos[lookup.repository].find_one(where)
+        return Found(found)
+
     def commit(self) -> None:
         for name, repo in self._repos.items():
             repo.flush_into(self._db.tables[name])
@@ -117,3 +127,17 @@ class MemoryUnitOfWork:
     def rollback(self) -> None:
         for repo in self._repos.values():
             repo.discard()
+
+
+def _resolved(lookup: Lookup[Any], found: dict[Lookup[Any], object | None]) -> dict[str, object] | None:
+    """The lookup's filter with each :class:`FieldOf` replaced by its value; ``None`` when one
+    has no value (its record is missing or the field is ``None``), which matches nothing."""
+    where: dict[str, object] = {}
+    for name, value in lookup.where.items():
+        if isinstance(value, FieldOf):
+            source = found[value.lookup]
+            value = None if source is None else getattr(source, value.field)
+            if value is None:
+                return None
+        where[name] = value
+    return where

@@ -50,6 +50,8 @@ from refcore.models.payout import (
 )
 from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
+from refcore.ports.lookups import Found, Lookup
+from refcore_sqlstore import lookups as joined_lookups
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.ledger import SqlLedgerReads
 from refcore_sqlstore.mapping import RowMapper
@@ -226,6 +228,9 @@ class SqlUnitOfWork:
 
     def ledger(self) -> SqlLedgerReads:
         return SqlLedgerReads(self._require_connection())
+
+    def look_up(self, *lookups: Lookup[Any]) -> Found:
+        return joined_lookups.look_up(self._require_connection(), lookups, mappers())
 
     def commit(self) -> None:
         """Make every write durable and visible at once. Later writes start a new transaction."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 from refcore.models import (
     ApiKey,
@@ -43,6 +43,7 @@ from refcore.models.payout import (
 from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore.ports.ledger import LedgerReads
+from refcore.ports.lookups import Found, Lookup
 from refcore.ports.metrics import ActivityMetrics
 from refcore.ports.repository import Repository
 
@@ -122,6 +123,12 @@ class UnitOfWork(Protocol):
 
     def ledger(self) -> LedgerReads:
         """Balances summed by derived status, and payout states by entry, each in one read."""
+        ...
+
+    def look_up(self, *lookups: Lookup[Any]) -> Found:
+        """Every lookup's record (or ``None``), read together: one statement on a SQL store
+        (see :mod:`refcore.ports.lookups`). Raises ``ValueError`` when a lookup refers to one
+        that does not come before it."""
         ...
 
     def __enter__(self) -> Self: ...

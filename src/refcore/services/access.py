@@ -87,7 +87,11 @@ def activity_scope(principal: Principal) -> Scope:
 
 def require_activity(repo: Repository[A], resource: str, object_id: str, scope: Scope) -> A:
     """An activity record of the scope's App: 404 for another App, 409 for the other mode."""
-    record = repo.get(object_id)
+    return check_activity(repo.get(object_id), resource, object_id, scope)
+
+
+def check_activity(record: A | None, resource: str, object_id: str, scope: Scope) -> A:
+    """:func:`require_activity` for a record already read (``None`` when none was found)."""
     if record is None or record.app_id != scope.app_id:
         raise NotFound.of(resource, object_id)
     if record.mode is not scope.mode:

@@ -21,22 +21,27 @@ from refcore.errors import (
 )
 from refcore.models import (
     App,
+    Customer,
     Dispute,
     DisputeStatus,
     EntryKind,
     EventType,
     Mode,
     Payment,
+    Program,
+    ProgramAffiliate,
+    Referral,
     Refund,
     RevenueSource,
 )
+from refcore.ports.lookups import FieldOf, Lookup
 from refcore.representation import represent
 from refcore.rules import disputes as dispute_rules
 from refcore.rules.commission import commission_for_payment
 from refcore.rules.consumption import require_within_payment
 from refcore.rules.earning import payment_earns
 from refcore.rules.money import require_amount, require_currency
-from refcore.services.access import require_activity
+from refcore.services.access import check_activity
 from refcore.services.ledger import append_entry, rebalance
 from refcore.services.principal import Scope
 from refcore.services.runtime import Runtime, Tx
@@ -88,15 +93,28 @@ def record_payment(
     currency = require_currency(report.currency)
 
     def work(tx: Tx) -> Recorded:
-        replayed = _replayed_payment(tx, scope, payment_id, (customer_id, program_id, amount, currency))
+        # Everything the payment reads, in one statement on a SQL store (ports.lookups); the
+        # checks below keep the order, and so the errors, of reading them one by one.
+        existing = Lookup("payments", Payment, _payment_key(scope, payment_id))
+        app_ = Lookup("apps", App, {"id": scope.app_id})
+        customer_ = Lookup("customers", Customer, {"id": customer_id})
+        program_ = Lookup("programs", Program, {"id": program_id})
+        referral_ = Lookup("referrals", Referral, {"customer_id": customer_id})
+        affiliate_ = Lookup(
+            "program_affiliates", ProgramAffiliate, {"id": FieldOf(referral_, "program_affiliate_id")}
+        )
+        found = tx.uow.look_up(existing, app_, customer_, program_, referral_, affiliate_)
+        replayed = _replayed(found[existing], payment_id, (customer_id, program_id, amount, currency))
         if replayed is not None:
             return replayed
-        app = _app_taking_revenue(tx, scope, source)
-        customer = require_activity(tx.uow.customers, "customer", customer_id, scope)
-        program = tx.uow.programs.get(program_id)
+        app = found[app_]
+        assert app is not None
+        _require_revenue_source(app, scope.mode, source)
+        customer = check_activity(found[customer_], "customer", customer_id, scope)
+        program = found[program_]
         if program is None or program.app_id != scope.app_id:
             raise NotFound.of("program", program_id)
-        referral = tx.uow.referrals.find_one({"customer_id": customer.id})
+        referral = found[referral_]
         assert referral is not None, "identify always creates the customer's referral"
         if referral.program_id != program.id:
             raise ValidationError(
@@ -107,11 +125,7 @@ def record_payment(
             raise CurrencyMismatch(
                 f"currency must be the program currency {program.currency}", param="currency"
             )
-        affiliate = (
-            tx.uow.program_affiliates.get(referral.program_affiliate_id)
-            if referral.program_affiliate_id
-            else None
-        )
+        affiliate = found[affiliate_]
         earns = payment_earns(referral, program, affiliate, tx.now)
         payment = Payment(
             id=tx.new_id("txn"),
@@ -184,14 +198,21 @@ def record_unattributed_payment(
     return rt.transaction(work)
 
 
+def _payment_key(scope: Scope, payment_id: str) -> dict[str, object]:
+    """The fields that find a payment by its caller-chosen ID (unique per App and mode)."""
+    return {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
+
+
 def _replayed_payment(tx: Tx, scope: Scope, payment_id: str, identity: tuple[object, ...]) -> Recorded | None:
+    """:func:`_replayed` for the payment stored under ``payment_id``, read alone."""
+    return _replayed(tx.uow.payments.find_one(_payment_key(scope, payment_id)), payment_id, identity)
+
+
+def _replayed(existing: Payment | None, payment_id: str, identity: tuple[object, ...]) -> Recorded | None:
     """The stored payment when this report repeats it exactly; ``None`` when the ID is new.
 
     ``identity`` is (customer_id, program_id, amount, currency): any difference is a conflict.
     """
-    existing = tx.uow.payments.find_one(
-        {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
-    )
     if existing is None:
         return None
     stored = (existing.customer_id, existing.program_id, existing.amount, existing.currency)
