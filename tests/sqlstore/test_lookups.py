@@ -1,8 +1,9 @@
 """``look_up`` on SQL: a call is one statement, whatever its number of lookups.
 
 The contract suite (``tests/contract/test_look_up.py``) shows what a call finds on every store;
-this shows what it costs the SQL store, on SQLite and PostgreSQL: the payment's six reads (its
-replay check, App, customer, program, referral and the referral's affiliate) go out as one
+this shows what it costs the SQL store, on SQLite and PostgreSQL: a payment's six reads (its
+replay check, App, customer, program, referral and the referral's affiliate) and an identify's
+five (the click, its program and affiliate, the customer and its referral) each go out as one
 ``SELECT``.
 """
 
@@ -48,3 +49,20 @@ def test_a_payment_reads_everything_it_needs_in_one_select(sql_store: SqlStore) 
 
     assert recorded.created and recorded.record.commission_amount > 0
     assert len(selects) == 1, [" ".join(statement.split())[:120] for statement, _ in selects]
+
+
+def test_an_identify_by_click_and_external_id_reads_everything_in_one_select(sql_store: SqlStore) -> None:
+    """The click, its program and affiliate, and the customer with its referral (none yet)."""
+    clock = ManualClock()
+    world = build_world(sql_store.runtime(clock=clock), clock, hold_days=0)
+    click_id = world.capture()
+
+    with recorded_statements(sql_store, keep=_is_select) as selects:
+        identified = world.identify(click_id, external_customer_id="cus-one-select")
+    with recorded_statements(sql_store, keep=_is_select) as selects_again:
+        again = world.identify(click_id, external_customer_id="cus-one-select")
+
+    assert identified.created and identified.referral.attributed
+    assert not again.created and again.referral == identified.referral
+    assert len(selects) == 1, [" ".join(statement.split())[:120] for statement, _ in selects]
+    assert len(selects_again) == 1

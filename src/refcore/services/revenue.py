@@ -295,9 +295,8 @@ def record_refund(
 
     where = {"app_id": scope.app_id, "mode": scope.mode, "refund_id": refund_id}
 
-    def replay(tx: Tx) -> Recorded | None:
+    def replay(existing: Refund | None) -> Recorded | None:
         """The stored refund when this report repeats one; ``None`` when the refund is new."""
-        existing = tx.uow.refunds.find_one(where)
         if existing is None:
             return None
         if (existing.payment_id, existing.amount) != (payment_id, amount):
@@ -308,14 +307,20 @@ def record_refund(
         return Recorded(existing, created=False)
 
     def work(tx: Tx) -> Recorded:
-        replayed = replay(tx)
+        # The replay check and the App in one statement on a SQL store (ports.lookups).
+        stored_ = Lookup("refunds", Refund, where)
+        app_ = Lookup("apps", App, {"id": scope.app_id})
+        found = tx.uow.look_up(stored_, app_)
+        replayed = replay(found[stored_])
         if replayed is not None:
             return replayed
-        _app_taking_revenue(tx, scope, source)
+        app = found[app_]
+        assert app is not None
+        _require_revenue_source(app, scope.mode, source)
         payment = _locked_payment(tx, scope, payment_id)
         # Look again under the payment's lock: the same refund, reported concurrently, may have
         # committed while this report waited for the lock (PostgreSQL reads at READ COMMITTED).
-        replayed = replay(tx)
+        replayed = replay(tx.uow.refunds.find_one(where))
         if replayed is not None:
             return replayed
         require_within_payment(payment, amount)

@@ -8,10 +8,11 @@ from typing import Any
 from attrs import frozen
 
 from refcore.errors import FieldNotAllowed, NotFound, PromotionCodeNotAllowed, ValidationError
-from refcore.models import Click, Customer, EventType, Link, Mode, Referral
+from refcore.models import Click, Customer, EventType, Link, Mode, Program, ProgramAffiliate, Referral
+from refcore.ports.lookups import FieldOf, Found, Lookup
 from refcore.representation import JsonObject, represent
 from refcore.rules.attribution import click_within_window, may_attribute
-from refcore.services.access import require_activity
+from refcore.services.access import check_activity
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import optional_email, optional_text, require_text
@@ -190,18 +191,27 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
         require_text(request.program_affiliate_id, param="program_affiliate_id")
 
     def work(tx: Tx) -> Identified:
-        evidence = _evidence(tx, scope, request, click_id, code, email)
-        if external_id is None:
+        # The click with its program and affiliate, and a customer known by external ID with
+        # its referral: one statement on a SQL store (ports.lookups). A customer known only by
+        # e-mail is read after the App's lock (below), so it cannot be read with them.
+        clicks = _ClickReads.of(click_id) if click_id is not None else None
+        known = _CustomerReads.of(scope, external_id) if external_id is not None else None
+        found = tx.uow.look_up(*(clicks.all if clicks else ()), *(known.all if known else ()))
+        evidence = _evidence(tx, scope, request, found, clicks, code, email)
+        if known is not None:
+            existing, referral = found[known.customer], found[known.referral]
+        else:
             # A customer known only by e-mail has no unique key a database can enforce (a NULL
             # external_customer_id never clashes), so concurrent identifies of one would each
             # create a customer. They take turns on the App's row instead: the second one in
             # reads the first one's committed customer and answers it.
             tx.uow.apps.get(scope.app_id, for_update=True)
-        existing = _existing_customer(tx, scope, external_id, email)
-        if existing is not None:
-            referral = tx.uow.referrals.find_one({"customer_id": existing.id})
-            if referral is not None:
-                return Identified(customer=existing, referral=referral, created=False)
+            existing = tx.uow.customers.find_one(
+                {"app_id": scope.app_id, "mode": scope.mode, "external_customer_id": None, "email": email}
+            )
+            referral = tx.uow.referrals.find_one({"customer_id": existing.id}) if existing else None
+        if existing is not None and referral is not None:
+            return Identified(customer=existing, referral=referral, created=False)
         customer = existing or Customer(
             id=tx.new_id("rcus"),
             app_id=scope.app_id,
@@ -238,34 +248,68 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
     return rt.transaction(work)
 
 
-def _existing_customer(tx: Tx, scope: Scope, external_id: str | None, email: str | None) -> Customer | None:
-    """Unique per App, mode and ``external_customer_id``; without one, by exact e-mail."""
-    where: dict[str, object] = {"app_id": scope.app_id, "mode": scope.mode}
-    if external_id is not None:
-        where["external_customer_id"] = external_id
-    else:
-        where.update(external_customer_id=None, email=email)
-    return tx.uow.customers.find_one(where)
+@frozen
+class _ClickReads:
+    """A click and the program and affiliate it names, read together."""
+
+    click_id: str
+    click: Lookup[Click]
+    program: Lookup[Program]
+    affiliate: Lookup[ProgramAffiliate]
+
+    @classmethod
+    def of(cls, click_id: str) -> _ClickReads:
+        click = Lookup("clicks", Click, {"id": click_id})
+        return cls(
+            click_id=click_id,
+            click=click,
+            program=Lookup("programs", Program, {"id": FieldOf(click, "program_id")}),
+            affiliate=Lookup(
+                "program_affiliates", ProgramAffiliate, {"id": FieldOf(click, "program_affiliate_id")}
+            ),
+        )
+
+    @property
+    def all(self) -> tuple[Lookup[Any], ...]:
+        return (self.click, self.program, self.affiliate)
+
+
+@frozen
+class _CustomerReads:
+    """The customer of an external ID (unique per App and mode) and its referral."""
+
+    customer: Lookup[Customer]
+    referral: Lookup[Referral]
+
+    @classmethod
+    def of(cls, scope: Scope, external_id: str) -> _CustomerReads:
+        where = {"app_id": scope.app_id, "mode": scope.mode, "external_customer_id": external_id}
+        customer = Lookup("customers", Customer, where)
+        return cls(customer, Lookup("referrals", Referral, {"customer_id": FieldOf(customer, "id")}))
+
+    @property
+    def all(self) -> tuple[Lookup[Any], ...]:
+        return (self.customer, self.referral)
 
 
 def _evidence(
     tx: Tx,
     scope: Scope,
     request: IdentifyRequest,
-    click_id: str | None,
+    found: Found,
+    clicks: _ClickReads | None,
     code: str | None,
     email: str | None,
 ) -> _Evidence:
     click: Click | None = None
-    if click_id is not None:
+    if clicks is not None:
         try:
-            click = require_activity(tx.uow.clicks, "click", click_id, scope)
+            click = check_activity(found[clicks.click], "click", clicks.click_id, scope)
         except NotFound:
             if code is None:
                 raise
-    if click is not None:
-        program = tx.uow.programs.get(click.program_id)
-        affiliate = tx.uow.program_affiliates.get(click.program_affiliate_id)
+    if clicks is not None and click is not None:
+        program, affiliate = found[clicks.program], found[clicks.affiliate]
         assert program is not None and affiliate is not None
         attributed = click_within_window(click, program, tx.now) and may_attribute(program, affiliate, email)
         return _Evidence(
