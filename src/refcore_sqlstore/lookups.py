@@ -22,7 +22,8 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Dialect, FromClause, Table, and_, bindparam, literal_column, select
+from attrs import frozen
+from sqlalchemy import Connection, Dialect, FromClause, and_, bindparam, literal_column, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from refcore.ports.lookups import FieldOf, Found, Lookup, check_order
@@ -44,11 +45,14 @@ def _param(position: int, column: str) -> str:
     return f"refcore_l{position}_{column}"
 
 
-def shape_of(lookups: Sequence[Lookup[Any]], mappers: Mapping[str, RowMapper[Any]]) -> Shape:
-    """What the statement depends on: not the values, only where they go."""
+def shape_and_params(
+    lookups: Sequence[Lookup[Any]], mappers: Mapping[str, RowMapper[Any]]
+) -> tuple[Shape, dict[str, Any]]:
+    """What the statement depends on (not the values, only where they go), and the values."""
     positions = {id(lookup): position for position, lookup in enumerate(lookups)}
     shape = []
-    for lookup in lookups:
+    params: dict[str, Any] = {}
+    for position, lookup in enumerate(lookups):
         mapper = mappers[lookup.repository]
         filters: list[_Filter] = []
         for field, value in lookup.where.items():
@@ -56,28 +60,33 @@ def shape_of(lookups: Sequence[Lookup[Any]], mappers: Mapping[str, RowMapper[Any
             if isinstance(value, FieldOf):
                 source = mappers[value.lookup.repository].column(value.field)
                 filters.append((column, ("field", positions[id(value.lookup)], source)))
+            elif value is None:
+                filters.append((column, ("null",)))
             else:
-                filters.append((column, ("null",) if value is None else ("value",)))
+                filters.append((column, ("value",)))
+                params[_param(position, column)] = db_value(value)
         shape.append((lookup.repository, tuple(filters)))
-    return tuple(shape)
+    return tuple(shape), params
 
 
-def params_of(lookups: Sequence[Lookup[Any]], mappers: Mapping[str, RowMapper[Any]]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for position, lookup in enumerate(lookups):
-        mapper = mappers[lookup.repository]
-        for field, value in lookup.where.items():
-            if value is not None and not isinstance(value, FieldOf):
-                params[_param(position, mapper.column(field))] = db_value(value)
-    return params
+@frozen
+class _Plan:
+    """A shape's statement, and where each lookup's record lies in its row: the slice of its
+    columns and, within it, the position of its ``id`` (``NULL`` when nothing was found)."""
+
+    statement: DriverStatement
+    parts: tuple[tuple[int, int, int], ...]
 
 
-def build(shape: Shape, tables: Mapping[str, Table], dialect: Dialect) -> DriverStatement:
+def _plan(shape: Shape, mappers: Mapping[str, RowMapper[Any]], dialect: Dialect) -> _Plan:
     """The one-row ``SELECT`` of a shape: each lookup's columns in its table's order."""
     joined: FromClause = select(literal_column("1").label("one")).subquery(BASE)
     aliases: list[FromClause] = []
+    parts: list[tuple[int, int, int]] = []
+    start = 0
     for position, (repository, filters) in enumerate(shape):
-        alias = tables[repository].alias(f"refcore_l{position}")
+        mapper = mappers[repository]
+        alias = mapper.table.alias(f"refcore_l{position}")
         conditions: list[ColumnElement[bool]] = []
         for column, (kind, *refers) in filters:
             own = alias.c[column]
@@ -90,21 +99,26 @@ def build(shape: Shape, tables: Mapping[str, Table], dialect: Dialect) -> Driver
                 conditions.append(own == bindparam(_param(position, column), type_=own.type))
         joined = joined.outerjoin(alias, and_(*conditions))
         aliases.append(alias)
+        parts.append((start, start + len(mapper.columns), mapper.columns.index("id")))
+        start += len(mapper.columns)
     columns = [column for alias in aliases for column in alias.c]
-    return DriverStatement(select(*columns).select_from(joined), dialect)
+    return _Plan(DriverStatement(select(*columns).select_from(joined), dialect), tuple(parts))
 
 
-#: Per dialect (one per engine), the statement of each shape built so far.
-_BY_DIALECT: weakref.WeakKeyDictionary[Dialect, dict[Shape, DriverStatement]] = weakref.WeakKeyDictionary()
+#: Per dialect (one per engine), the plan of each shape built so far.
+_BY_DIALECT: weakref.WeakKeyDictionary[Dialect, dict[Shape, _Plan]] = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()
 
 
-def statement_of(shape: Shape, tables: Mapping[str, Table], dialect: Dialect) -> DriverStatement:
-    statements = _BY_DIALECT.get(dialect)
-    found = statements.get(shape) if statements is not None else None
+def plan_of(shape: Shape, mappers: Mapping[str, RowMapper[Any]], dialect: Dialect) -> _Plan:
+    plans = _BY_DIALECT.get(dialect)
+    found = plans.get(shape) if plans is not None else None
     if found is None:
         with _GUARD:
-            found = _BY_DIALECT.setdefault(dialect, {}).setdefault(shape, build(shape, tables, dialect))
+            plans = _BY_DIALECT.setdefault(dialect, {})
+            found = plans.get(shape)
+            if found is None:
+                found = plans[shape] = _plan(shape, mappers, dialect)
     return found
 
 
@@ -115,23 +129,16 @@ def look_up(
     check_order(lookups)
     if not lookups:
         return Found({})
-    used = {lookup.repository: mappers[lookup.repository] for lookup in lookups}
-    statement = statement_of(
-        shape_of(lookups, used),
-        {name: mapper.table for name, mapper in used.items()},
-        connection.dialect,
-    )
+    shape, params = shape_and_params(lookups, mappers)
+    plan = plan_of(shape, mappers, connection.dialect)
     with database_errors():
-        rows = statement.fetch_tuples(connection, params_of(lookups, used))
+        rows = plan.statement.fetch_tuples(connection, params)
     # One row, or more when a lookup matched several records (the port promises it will not;
     # any one of them then stands for it, as with ``find_one``).
     row = rows[0]
     found: dict[Lookup[Any], object | None] = {}
-    start = 0
-    for lookup in lookups:
-        mapper = used[lookup.repository]
-        end = start + len(mapper.columns)
+    for lookup, (start, end, id_position) in zip(lookups, plan.parts, strict=True):
         values = row[start:end]
-        found[lookup] = None if values[mapper.columns.index("id")] is None else mapper.from_columns(values)
-        start = end
+        mapper = mappers[lookup.repository]
+        found[lookup] = None if values[id_position] is None else mapper.from_columns(values)
     return Found(found)

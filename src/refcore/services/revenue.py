@@ -107,9 +107,7 @@ def record_payment(
         replayed = _replayed(found[existing], payment_id, (customer_id, program_id, amount, currency))
         if replayed is not None:
             return replayed
-        app = found[app_]
-        assert app is not None
-        _require_revenue_source(app, scope.mode, source)
+        app = _taking_revenue(found[app_], scope, source)
         customer = check_activity(found[customer_], "customer", customer_id, scope)
         program = found[program_]
         if program is None or program.app_id != scope.app_id:
@@ -224,7 +222,11 @@ def _replayed(existing: Payment | None, payment_id: str, identity: tuple[object,
 
 
 def _app_taking_revenue(tx: Tx, scope: Scope, source: RevenueSource) -> App:
-    app = tx.uow.apps.get(scope.app_id)
+    return _taking_revenue(tx.uow.apps.get(scope.app_id), scope, source)
+
+
+def _taking_revenue(app: App | None, scope: Scope, source: RevenueSource) -> App:
+    """The scope's App (read already), if it takes revenue from ``source`` in the scope's mode."""
     assert app is not None
     _require_revenue_source(app, scope.mode, source)
     return app
@@ -314,9 +316,7 @@ def record_refund(
         replayed = replay(found[stored_])
         if replayed is not None:
             return replayed
-        app = found[app_]
-        assert app is not None
-        _require_revenue_source(app, scope.mode, source)
+        _taking_revenue(found[app_], scope, source)
         payment = _locked_payment(tx, scope, payment_id)
         # Look again under the payment's lock: the same refund, reported concurrently, may have
         # committed while this report waited for the lock (PostgreSQL reads at READ COMMITTED).
