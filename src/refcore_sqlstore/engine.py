@@ -151,7 +151,6 @@ def create_store_engine(url: URL, *, pool_size: int = 10, max_overflow: int = 20
         hide_parameters=True,
         json_serializer=_json_text,
         json_deserializer=orjson.loads,
-        isolation_level="READ COMMITTED",
         connect_args={"options": _utc_session_options(url)},
         pool_size=pool_size,
         max_overflow=max_overflow,

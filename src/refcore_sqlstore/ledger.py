@@ -45,6 +45,7 @@ from sqlalchemy import (
 from refcore.models import EntryStatus, Mode
 from refcore.models.payout import PayoutExecutionStatus
 from refcore.ports.ledger import EntryPayoutStates
+from refcore_sqlstore import postgres_round_trips
 from refcore_sqlstore.driver import compiled_for
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.id_lists import in_id_list
@@ -166,12 +167,12 @@ def _generic_plan(connection: Connection) -> Iterator[None]:
     0.74 ms of planning for about 0.5 ms of work. Forced generic, the balance read took 0.84 ms
     instead of 2.11 (``bench/notes.md``). The setting is put back at once so that nothing else is
     planned differently: ``SET LOCAL`` inside a transaction (it would end with it anyway), a
-    session ``SET`` and ``RESET`` in a read unit of work, which runs in autocommit
+    session ``SET`` and ``RESET`` in a read unit of work, which begins no transaction
     (:mod:`refcore_sqlstore.postgres_reads`)."""
     if connection.dialect.name != "postgresql":
         yield
         return
-    if connection.connection.dbapi_connection.autocommit:  # type: ignore[union-attr]
+    if not postgres_round_trips.in_transaction(connection):
         connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
         try:
             yield

@@ -3,9 +3,10 @@
 At ``READ COMMITTED``, the isolation refcore runs at, every statement of a transaction already
 sees its own snapshot: what was committed when it started. A read unit of work's ``BEGIN`` and
 ``COMMIT`` therefore bought its statements nothing but two round trips, and every keyed request
-authenticates in one. So a read unit of work runs its statements in autocommit (SQLAlchemy's
-``AUTOCOMMIT`` isolation, put back when the connection returns to the pool): what each sees is
-exactly what it saw inside the transaction, and a key lookup is one round trip instead of three.
+authenticates in one. So a read unit of work begins no transaction (the driver runs in
+autocommit, and refcore sends each transaction's ``BEGIN`` itself,
+:mod:`refcore_sqlstore.postgres_round_trips`): what each statement sees is exactly what it saw
+inside the transaction, and a key lookup is one round trip instead of three.
 
 - **Prepared statements survive.** psycopg prepares a statement on a connection once it has run
   it a few times, and forgets them all whenever the connection rolls back. Nothing rolls back
@@ -20,8 +21,9 @@ exactly what it saw inside the transaction, and a key lookup is one round trip i
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
+from typing import Self
 
+from refcore_sqlstore.postgres_round_trips import NO_BEGIN
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
 
@@ -30,5 +32,9 @@ class PostgresReadUnitOfWork(SqlUnitOfWork):
 
     read_only = True
 
-    def _connect(self) -> Connection:
-        return self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    def __enter__(self) -> Self:
+        token = NO_BEGIN.set(True)
+        try:
+            return super().__enter__()
+        finally:
+            NO_BEGIN.reset(token)

@@ -4,9 +4,11 @@ Every statement the driver sends outside psycopg's pipeline mode waits for the s
 before the next one leaves: a round trip, two context switches and a system call or two on each
 side; on a network with a real round-trip time, latency too. A payment used to make
 seventeen: the pool's liveness ping and ``BEGIN`` before each of its two units of work, the
-key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes nine now: the
-key's lookup runs alone in autocommit (:mod:`refcore_sqlstore.postgres_reads`), and the two
-changes below (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace):
+key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes three now:
+the key's lookup, which runs alone in autocommit (:mod:`refcore_sqlstore.postgres_reads`); its
+six reads, joined into one statement (:mod:`refcore_sqlstore.lookups`) that carries the
+``BEGIN``; and its inserts with the ``COMMIT``, by the three changes below
+(``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace):
 
 - **Liveness without a round trip.** Instead of SQLAlchemy's ``pool_pre_ping`` (a ``;`` sent at
   every checkout), :func:`refuse_closed_connection` looks at the idle connection's socket. A
@@ -22,6 +24,15 @@ changes below (``tests/sqlstore/test_postgres_round_trips.py`` counts them in li
   connection (:func:`defer`) and sent in one pipeline with whatever statement comes next: a
   ``SELECT``, which then sees it as before, or the ``COMMIT``. A payment's four inserts and
   its commit are one round trip.
+- **``BEGIN`` goes with the first statement.** psycopg sends its own ``BEGIN`` before a
+  transaction's first statement and waits for the answer, even inside a pipeline: a round trip
+  that carries nothing. So the driver runs in autocommit (:func:`driver_autocommit`, at
+  connect), and each transaction SQLAlchemy begins defers refcore's own ``BEGIN ISOLATION LEVEL
+  READ COMMITTED`` (:func:`_defer_begin`) like a write: it leaves with the first statement,
+  and a transaction that sends nothing never reaches the server. psycopg's ``commit`` and
+  ``rollback`` read the transaction's state from the server's answers, not from the autocommit
+  flag, so they end such a transaction as they end their own. A read unit of work begins
+  none (:data:`NO_BEGIN`): its statements run in autocommit (:mod:`refcore_sqlstore.postgres_reads`).
 
 What changes for a deferred write is only *when* its error arrives: a duplicate key or a broken
 constraint is raised by the statement or the ``COMMIT`` that carried it, still inside the unit of
@@ -35,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import select
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import psycopg
@@ -48,6 +60,13 @@ _PENDING = "refcore_deferred_writes"
 #: One deferred write: SQL text, parameters (a list of them for ``executemany``), ``many``.
 Deferred = tuple[str, Any, bool]
 
+#: A transaction's start as psycopg would send it at refcore's isolation level, stated so that
+#: a server whose ``default_transaction_isolation`` differs changes nothing.
+_BEGIN: Deferred = ("BEGIN ISOLATION LEVEL READ COMMITTED", None, False)
+
+#: Set while a read unit of work begins: its statements run in autocommit, with no ``BEGIN``.
+NO_BEGIN: ContextVar[bool] = ContextVar("refcore_postgres_no_begin", default=False)
+
 
 def defer(connection: Connection, sql: str, parameters: Any, *, many: bool) -> None:
     """Keep a write to send with the connection's next statement or its ``COMMIT``."""
@@ -58,9 +77,8 @@ def defer(connection: Connection, sql: str, parameters: Any, *, many: bool) -> N
 
 
 def execute(connection: Connection, cursor: Any, sql: str, parameters: Any, *, many: bool) -> None:
-    """Run ``sql`` on ``cursor`` in one round trip with the connection's deferred writes, whose
-    errors are raised here. (psycopg's ``BEGIN`` still takes a round trip of its own: it waits
-    for it even inside a pipeline.)"""
+    """Run ``sql`` on ``cursor`` in one round trip with the connection's deferred writes (and
+    its transaction's ``BEGIN``), whose errors are raised here."""
     pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
     if not pending:
         _run(cursor, sql, parameters, many)
@@ -69,6 +87,15 @@ def execute(connection: Connection, cursor: Any, sql: str, parameters: Any, *, m
     with driver.pipeline():
         _send(driver, pending)
         _run(cursor, sql, parameters, many)
+
+
+def in_transaction(connection: Connection) -> bool:
+    """Whether the connection's statements run inside a transaction: one the server has begun,
+    or one whose ``BEGIN`` waits to go with the next statement."""
+    pending: list[Deferred] | None = connection.info.get(_PENDING)
+    return (pending is not None and _BEGIN in pending) or (
+        _driver(connection).info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+    )
 
 
 def flush(connection: Connection) -> None:
@@ -107,6 +134,8 @@ def _commit_with_deferred_writes(connection: Connection) -> None:
     ``commit`` that SQLAlchemy calls next finds no transaction open (psycopg reads the state
     from the server's answers) and sends nothing."""
     pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
+    if pending == [_BEGIN]:
+        return  # the transaction never reached the server: there is nothing to end
     if pending:
         driver = _driver(connection)
         try:
@@ -121,6 +150,19 @@ def _commit_with_deferred_writes(connection: Connection) -> None:
             with contextlib.suppress(psycopg.Error):
                 driver.rollback()
             raise
+
+
+def driver_autocommit(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+    """At connect: psycopg sends no ``BEGIN`` of its own (see :func:`_defer_begin`)."""
+    assert isinstance(dbapi_connection, psycopg.Connection)
+    dbapi_connection.autocommit = True
+
+
+def _defer_begin(connection: Connection) -> None:
+    """Each transaction SQLAlchemy begins (explicitly, or before a statement outside one)
+    begins on the server with its first statement, unless it is a read's (:data:`NO_BEGIN`)."""
+    if not NO_BEGIN.get():
+        defer(connection, *_BEGIN[:2], many=False)
 
 
 def _discard_deferred_writes(connection: Connection) -> None:
@@ -162,7 +204,10 @@ def refuse_closed_connection(
 
 
 def listen(engine: Engine) -> None:
-    """Set up a PostgreSQL engine for the above (its pool must not also ``pool_pre_ping``)."""
+    """Set up a PostgreSQL engine for the above (its pool must not also ``pool_pre_ping``, nor
+    the engine set an ``isolation_level``, which would turn the driver's autocommit off)."""
+    event.listen(engine, "connect", driver_autocommit)
+    event.listen(engine, "begin", _defer_begin)
     event.listen(engine.pool, "checkout", refuse_closed_connection)
     event.listen(engine.pool, "checkin", _discard_on_checkin)
     event.listen(engine, "commit", _commit_with_deferred_writes)

@@ -1,5 +1,5 @@
 """PostgreSQL round trips (refcore_sqlstore.postgres_round_trips): no liveness ping, inserts
-sent with the next statement or the ``COMMIT``.
+sent with the next statement or the ``COMMIT``, a transaction's ``BEGIN`` with its first statement.
 
 A round trip is counted in libpq's trace of the pool's one connection as a turn from what the
 client sent to what the server answered: the client waits there (in a pipeline it sends on
@@ -74,6 +74,7 @@ def test_a_unit_of_work_sends_no_liveness_ping(store: SqlStore) -> None:
 
     assert round_trips(messages) == 1  # the SELECT alone: no ping, and no BEGIN or COMMIT (autocommit)
     assert not [query for query in sent(messages, "Query") if '";"' in query]  # no liveness ping
+    assert not [line for line in messages if "BEGIN" in line]
 
 
 def test_inserts_wait_for_the_commit_and_go_in_its_round_trip(store: SqlStore) -> None:
@@ -83,7 +84,8 @@ def test_inserts_wait_for_the_commit_and_go_in_its_round_trip(store: SqlStore) -
         uow.users.add_all([user(2), user(3)])
         uow.commit()
 
-    assert round_trips(messages) == 3  # BEGIN, SELECT, then the three INSERTs and COMMIT together
+    assert round_trips(messages) == 2  # BEGIN with the SELECT, then the three INSERTs and COMMIT
+    assert "BEGIN ISOLATION LEVEL READ COMMITTED" in sent(messages, "Parse")[0]
     assert count(store, "users") == 3
 
 
@@ -96,7 +98,42 @@ def test_a_select_after_an_insert_carries_it_and_sees_it(store: SqlStore) -> Non
         uow.commit()
 
     assert found == user(1)
-    assert round_trips(messages) == 2  # BEGIN (psycopg waits for it), then the INSERT with the SELECT
+    assert round_trips(messages) == 1  # BEGIN, the INSERT and the SELECT together
+
+
+def test_a_unit_of_work_that_sends_nothing_never_reaches_the_server(store: SqlStore) -> None:
+    with traced(_driver(store)) as messages, store.unit_of_work() as uow:
+        uow.commit()
+
+    assert round_trips(messages) == 0
+    assert not sent(messages, "Parse") and not sent(messages, "Query")
+
+
+def test_writes_after_a_commit_begin_a_new_transaction(store: SqlStore) -> None:
+    """The unit of work's promise: the driver's autocommit never commits a write by itself."""
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+        uow.users.add(user(2))
+        assert uow.users.get("usr_2") == user(2)  # the INSERT has reached the server
+        uow.rollback()
+
+    assert count(store, "users") == 1
+
+
+def test_a_write_unit_of_work_is_read_committed_whatever_the_server_default(store: SqlStore) -> None:
+    driver = _driver(store)  # the pool's one connection: a session setting stays on it
+    driver.execute("SET default_transaction_isolation = 'serializable'")
+    try:
+        with store.unit_of_work() as uow:
+            uow.users.add(user(1))
+            isolation = uow._require_connection().exec_driver_sql("SHOW transaction_isolation").scalar()
+            uow.commit()
+    finally:
+        driver.execute("RESET default_transaction_isolation")
+
+    assert isolation == "read committed"
+    assert count(store, "users") == 1
 
 
 def test_a_statement_through_sqlalchemy_sees_the_inserts_before_it(store: SqlStore) -> None:
