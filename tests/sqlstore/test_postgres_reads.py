@@ -17,7 +17,7 @@ from refcore.errors import InternalError
 from refcore.models import Mode, Organization
 from refcore.services import tenancy
 from refcore.services.runtime import Runtime, Tx
-from refcore_sqlstore import SqlStore
+from refcore_sqlstore import SqlStore, postgres_round_trips
 
 
 @pytest.fixture
@@ -116,6 +116,23 @@ def test_a_balances_sums_run_on_their_generic_plan_and_nothing_after_them_does(
             )
         ).one()
     assert plans.custom_plans == 0 and plans.generic_plans > 0
+
+
+def test_a_balance_in_a_write_unit_of_work_takes_set_local_and_in_a_read_a_session_set(
+    store: SqlStore, runtime: Runtime
+) -> None:
+    """``ledger._generic_plan`` asks whether a transaction is open or about to be: a write unit
+    of work's ``BEGIN`` may still wait to go with its next statement, a read begins none."""
+
+    def transaction_state(tx: Tx) -> tuple[bool, bool, str]:
+        connection = store_connection(tx)
+        before = postgres_round_trips.in_transaction(connection)
+        tx.uow.ledger().status_sums("aff_nobody", Mode.LIVE, tx.now)
+        after = postgres_round_trips.in_transaction(connection)
+        return before, after, str(connection.execute(text("SHOW plan_cache_mode")).scalar())
+
+    assert runtime.transaction(transaction_state) == (True, True, "auto")
+    assert runtime.read(transaction_state) == (False, False, "auto")
 
 
 def store_connection(tx: Tx) -> Connection:
