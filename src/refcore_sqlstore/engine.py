@@ -32,7 +32,6 @@ would see its own empty database. Use a file, or ``refcore_memstore`` for an in-
 from __future__ import annotations
 
 import sqlite3
-from contextvars import ContextVar
 from typing import Any
 
 import orjson
@@ -41,6 +40,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from refcore_sqlstore import postgres_round_trips
+from refcore_sqlstore.read_only_begin import READ_ONLY_BEGIN
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 10.0
 #: Each connection's page cache, in KiB.
@@ -80,11 +80,6 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolE
         cursor.execute("PRAGMA temp_store = MEMORY")
     finally:
         cursor.close()
-
-
-#: Set while a read-only unit of work begins (:mod:`refcore_sqlstore.sqlite_turns`): the
-#: transaction then begins deferred and takes no lock (WAL readers never block the writer).
-READ_ONLY_BEGIN: ContextVar[bool] = ContextVar("refcore_sqlite_read_only_begin", default=False)
 
 
 def _begin_immediate(connection: Any) -> None:

@@ -21,9 +21,6 @@ inside the transaction, and a key lookup is one round trip instead of three.
 
 from __future__ import annotations
 
-from typing import Self
-
-from refcore_sqlstore.postgres_round_trips import NO_BEGIN
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
 
@@ -31,10 +28,4 @@ class PostgresReadUnitOfWork(SqlUnitOfWork):
     """Implements :class:`refcore.ports.UnitOfWork` for ``Runtime.read`` on PostgreSQL."""
 
     read_only = True
-
-    def __enter__(self) -> Self:
-        token = NO_BEGIN.set(True)
-        try:
-            return super().__enter__()
-        finally:
-            NO_BEGIN.reset(token)
+    begins_read_only = True

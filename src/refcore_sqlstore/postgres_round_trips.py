@@ -32,7 +32,8 @@ six reads, joined into one statement (:mod:`refcore_sqlstore.lookups`) that carr
   and a transaction that sends nothing never reaches the server. psycopg's ``commit`` and
   ``rollback`` read the transaction's state from the server's answers, not from the autocommit
   flag, so they end such a transaction as they end their own. A read unit of work begins
-  none (:data:`NO_BEGIN`): its statements run in autocommit (:mod:`refcore_sqlstore.postgres_reads`).
+  none (:mod:`refcore_sqlstore.read_only_begin`): its statements run in autocommit
+  (:mod:`refcore_sqlstore.postgres_reads`).
 
 What changes for a deferred write is only *when* its error arrives: a duplicate key or a broken
 constraint is raised by the statement or the ``COMMIT`` that carried it, still inside the unit of
@@ -46,13 +47,14 @@ from __future__ import annotations
 import contextlib
 import select
 from collections.abc import Sequence
-from contextvars import ContextVar
 from typing import Any
 
 import psycopg
 from sqlalchemy import Connection, Engine, event, exc
 from sqlalchemy.engine.interfaces import DBAPIConnection, ExecutionContext
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+
+from refcore_sqlstore.read_only_begin import READ_ONLY_BEGIN
 
 #: Where a connection's deferred writes wait (``Connection.info``, its pool entry's ``info``).
 _PENDING = "refcore_deferred_writes"
@@ -63,9 +65,6 @@ Deferred = tuple[str, Any, bool]
 #: A transaction's start as psycopg would send it at refcore's isolation level, stated so that
 #: a server whose ``default_transaction_isolation`` differs changes nothing.
 _BEGIN: Deferred = ("BEGIN ISOLATION LEVEL READ COMMITTED", None, False)
-
-#: Set while a read unit of work begins: its statements run in autocommit, with no ``BEGIN``.
-NO_BEGIN: ContextVar[bool] = ContextVar("refcore_postgres_no_begin", default=False)
 
 
 def defer(connection: Connection, sql: str, parameters: Any, *, many: bool) -> None:
@@ -160,8 +159,8 @@ def driver_autocommit(dbapi_connection: DBAPIConnection, _record: ConnectionPool
 
 def _defer_begin(connection: Connection) -> None:
     """Each transaction SQLAlchemy begins (explicitly, or before a statement outside one)
-    begins on the server with its first statement, unless it is a read's (:data:`NO_BEGIN`)."""
-    if not NO_BEGIN.get():
+    begins on the server with its first statement, unless it is a read's (:data:`READ_ONLY_BEGIN`)."""
+    if not READ_ONLY_BEGIN.get():
         defer(connection, *_BEGIN[:2], many=False)
 
 

@@ -20,7 +20,6 @@ from typing import Self
 from sqlalchemy import Connection, Engine
 
 from refcore.errors import InternalError
-from refcore_sqlstore.engine import READ_ONLY_BEGIN
 from refcore_sqlstore.group_commit import GroupCommit, Savepoint, _Group, group_commit
 from refcore_sqlstore.read_connections import ReadConnections
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
@@ -30,19 +29,14 @@ class ReadOnlyUnitOfWork(SqlUnitOfWork):
     """A deferred read on a connection the store keeps between reads
     (:mod:`refcore_sqlstore.read_connections`)."""
 
+    begins_read_only = True
+
     def __init__(self, engine: Engine, readers: ReadConnections) -> None:
         super().__init__(engine)
         self._readers = readers
 
     def _connect(self) -> Connection:
         return self._readers.take()
-
-    def __enter__(self) -> Self:
-        token = READ_ONLY_BEGIN.set(True)
-        try:
-            return super().__enter__()
-        finally:
-            READ_ONLY_BEGIN.reset(token)
 
     def _release(self, connection: Connection) -> None:
         self._readers.give_back(connection)  # rolls back: nothing a read did is kept

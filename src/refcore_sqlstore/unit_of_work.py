@@ -56,6 +56,7 @@ from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.ledger import SqlLedgerReads
 from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.metrics import SqlMetrics
+from refcore_sqlstore.read_only_begin import READ_ONLY_BEGIN
 from refcore_sqlstore.repository import SqlRepository
 from refcore_sqlstore.tables import metadata
 
@@ -140,6 +141,8 @@ class SqlUnitOfWork:
 
     #: Its repositories refuse writes (a read unit of work whose database would not refuse them).
     read_only = False
+    #: Its transaction begins as a read's (:mod:`refcore_sqlstore.read_only_begin`).
+    begins_read_only = False
 
     users = _Repository[User]()
     sessions = _Repository[Session]()
@@ -183,11 +186,14 @@ class SqlUnitOfWork:
     def __enter__(self) -> Self:
         with database_errors():
             connection = self._connect()
+            token = READ_ONLY_BEGIN.set(self.begins_read_only)
             try:
                 connection.begin()
             except BaseException:
                 connection.close()
                 raise
+            finally:
+                READ_ONLY_BEGIN.reset(token)
         self._forget_repositories()
         self._connection = connection
         return self
