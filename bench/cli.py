@@ -259,7 +259,7 @@ class Runner:
                     if key in vacuum_before:
                         # The reads run on the tables as autovacuum leaves them after the writes
                         # before them (see _vacuum_analyze): without it, the commissions page
-                        # answered 218 req/s instead of 573 (bench/notes.md, eighth session).
+                        # answered 218 req/s instead of 573 (bench/history.md, eighth session).
                         self.say("  VACUUM ANALYZE after the write scenarios, as autovacuum would")
                         _vacuum_analyze(url)
                     rows.append(self.scenario(store, server, world, by_key(key), url))
@@ -374,7 +374,7 @@ def analyzes_after_warmup(store: str, scenario: Scenario) -> bool:
     analyzed, and its warm-up adds thousands of rows within seconds. Without statistics the
     planner took the payments' (app, mode, attributed, created_at) index for the idempotency
     lookup and filtered every payment of the App, 6,444 rows read for each new payment (1.2 ms
-    instead of 0.02; ``EXPLAIN ANALYZE``, ``bench/notes.md``). A production server's autovacuum
+    instead of 0.02; ``EXPLAIN ANALYZE``, ``bench/history.md``). A production server's autovacuum
     (on by default; this machine's is off, see :func:`_vacuum_analyze`) analyzes a table once a
     tenth of it changed; a production table grows from empty like this once in its life."""
     return store == "postgresql" and scenario.written is not None

@@ -17,7 +17,7 @@ SCALE_RATIO_LIMIT = 1.5
 #: says the machine's speed changed during the run. The ceiling's own 20-second measurements
 #: have spread by up to about a fifth on this kind of machine (22,712 and 23,043 req/s in two
 #: sessions; 18,876, 17,163 and 21,112 within two hours of the thirteenth), and the slowdown
-#: this is there to catch halved it (``bench/notes.md``, twelfth session).
+#: this is there to catch halved it (``bench/history.md``, twelfth session).
 CEILING_DRIFT_LIMIT = 0.25
 STORE_NAMES = {"ceiling": "ceiling", "sqlite": "SQLite", "postgresql": "PostgreSQL"}
 

@@ -2,7 +2,7 @@
 
 Starlette's ``JSONResponse`` renders with the standard library's encoder: for a commissions
 page of 25 entries that was 0.82 million instructions, a tenth of the whole request; orjson
-writes the same bytes in 0.10 million (``bench/notes.md``). The output is what Starlette writes
+writes the same bytes in 0.10 million (``bench/history.md``). The output is what Starlette writes
 (compact separators, UTF-8 left unescaped, keys in insertion order); the bodies hold strings,
 integers, booleans, ``None``, lists and objects with string keys only (money is integers in minor
 units, so there is no float for the two to render differently).

@@ -4,7 +4,7 @@ Starlette's ``Headers.get`` lowers and encodes the name it is given and scans ev
 the request for it, each time; refcore looks up five (``Authorization``, ``Content-Length``,
 ``Content-Type``, ``User-Agent``, ``X-Forwarded-For``) on every capture, the busiest request
 there is. A dictionary of the ASGI scope's headers, made on the first lookup and kept in the
-scope, answers all five in a quarter of the time (0.9 against 3.6 µs, ``bench/notes.md``).
+scope, answers all five in a quarter of the time (0.9 against 3.6 µs, ``bench/history.md``).
 
 ASGI servers give header names in lower case. A header sent twice answers with its first
 value, as ``Headers.get`` does.

@@ -2,7 +2,7 @@
 
 SQLAlchemy's ``Connection.execute`` wraps every statement in an execution context, its events
 and a result object, and for a statement that fetches one row by its primary key that costs
-about four times what the driver does (53 against 10.5 us; ``bench/notes.md``). A payment runs
+about four times what the driver does (53 against 10.5 us; ``bench/history.md``). A payment runs
 ten such statements. The repository's statements are fixed (built once per table and shape,
 see :mod:`refcore_sqlstore.statements`), so the work SQLAlchemy repeats at every call can be
 done once instead: a :class:`DriverStatement` keeps the SQL text the dialect compiled, the

@@ -85,7 +85,7 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolE
 def _begin_immediate(connection: Any) -> None:
     """``BEGIN`` sent straight to the driver: a fixed statement with no parameters and no
     result, around which SQLAlchemy's execution path (a context, its events, a result object)
-    cost four times what the driver does (``bench/notes.md``). Its errors are the driver's,
+    cost four times what the driver does (``bench/history.md``). Its errors are the driver's,
     which :func:`refcore_sqlstore.errors.database_errors` translates like any other."""
     connection.connection.dbapi_connection.execute("BEGIN" if READ_ONLY_BEGIN.get() else "BEGIN IMMEDIATE")
 

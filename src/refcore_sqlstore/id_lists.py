@@ -13,7 +13,7 @@ Both look each ID up in the column's index, as the expanded list did
 
 On PostgreSQL the array goes over as PostgreSQL's own array text (``{"id1","id2"}``), which the
 server parses in C. psycopg's own list dumper works element by element in Python: a 25-ID list
-cost 65 µs more of the process's CPU per execution than the text (``bench/notes.md``), and a
+cost 65 µs more of the process's CPU per execution than the text (``bench/history.md``), and a
 commissions page sends two such lists.
 """
 

@@ -5,7 +5,7 @@ how to load each result column's type, and keeps what it found for its own later
 only. A new cursor per statement therefore looked everything up again: a trivial query run in
 a loop took 60 to 67 µs of CPU with a new cursor each time against 43 to 45 with one, and in
 the server's instruction counts the kept cursor saves 1 to 2 % of a request
-(``bench/notes.md``); a payment runs nine statements.
+(``bench/history.md``); a payment runs nine statements.
 
 The driver's statements (:mod:`refcore_sqlstore.driver`) run one at a time on a connection, each
 read to its end before the next is sent, so one cursor serves them all. It is kept in the pool

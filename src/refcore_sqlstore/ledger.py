@@ -164,11 +164,11 @@ def _generic_plan(connection: Connection) -> Iterator[None]:
     The balance's sums are range lookups on the affiliate's own key, whose best plan is the same
     for every affiliate and every moment, but PostgreSQL estimates the generic plan of their range
     conditions pessimistically and so plans the statement anew on every call (a custom plan):
-    0.74 ms of planning for about 0.5 ms of work. Forced generic, the balance read took 0.84 ms
-    instead of 2.11 (``bench/notes.md``). The setting is put back at once so that nothing else is
-    planned differently: ``SET LOCAL`` inside a transaction (it would end with it anyway), a
-    session ``SET`` and ``RESET`` in a read unit of work, which begins no transaction
-    (:mod:`refcore_sqlstore.postgres_reads`)."""
+    0.74 ms of planning for about 0.5 ms of work. Forced generic, the balance read's median went
+    from 3.40 to 2.54 ms (``bench/history.md``, fifth session). The setting is put back at once
+    so that nothing else is planned differently: ``SET LOCAL`` inside a transaction (it would end
+    with it anyway), a session ``SET`` and ``RESET`` in a read unit of work, which begins no
+    transaction (:mod:`refcore_sqlstore.postgres_reads`)."""
     if connection.dialect.name != "postgresql":
         yield
         return

@@ -9,7 +9,7 @@ join condition on the earlier alias's column, which matches no row when that col
 each join is one index lookup, as each ``find_one`` was.
 
 A payment's six reads became one statement: on PostgreSQL five round trips fewer, on both
-stores five fewer calls into the driver (``bench/notes.md``, seventeenth session).
+stores five fewer calls into the driver (``bench/history.md``, seventeenth session).
 
 Statements are built once per *shape* (which tables, which fields, which of them are ``NULL``
 or refer to an earlier lookup) and dialect, like the repositories' (:mod:`.statements`).

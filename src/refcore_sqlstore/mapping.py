@@ -13,7 +13,7 @@ Reading a row is the hot direction (a commissions page maps 25 rows, a payment a
 it is planned once per model: the column types already give most fields their final value
 (strings, integers, booleans, aware datetimes, bytes, JSON objects), and only enums, tuples and
 flattened fields are converted. That costs 1.8 µs a commission entry against 4.6 through a
-``cattrs`` structure of the row, which called a hook for every field (``bench/notes.md``).
+``cattrs`` structure of the row, which called a hook for every field (``bench/history.md``).
 Writing a row is planned the same way (:class:`_WritePlan`): a ``cattrs`` unstructure called a
 hook for every field and copied an event's ``data`` value by value, about forty calls for each
 of the two events a payment writes.

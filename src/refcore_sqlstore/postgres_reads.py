@@ -12,7 +12,7 @@ inside the transaction, and a key lookup is one round trip instead of three.
   it a few times, and forgets them all whenever the connection rolls back. Nothing rolls back
   here: there is no transaction to end. (Before this, a read ended in ``COMMIT`` for the same
   reason: ending in ``ROLLBACK`` had left every statement of refcore unprepared and PostgreSQL
-  planning a balance's sums on every call, 0.74 ms, ``bench/notes.md``.)
+  planning a balance's sums on every call, 0.74 ms, ``bench/history.md``.)
 - **Writes are refused by the repositories** (``read_only``): without a ``READ ONLY``
   transaction PostgreSQL would commit an ``UPDATE`` at once. An insert is never sent either.
 - A balance's sums need a setting for their one statement (``ledger._generic_plan``); outside a

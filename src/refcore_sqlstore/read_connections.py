@@ -4,7 +4,7 @@ Every request with a key authenticates in a read unit of work, and reads run in 
 a connection from SQLAlchemy's pool and giving it back (its checkout and checkin events, its
 reset) cost 112 K instructions, and beginning the transaction through a new ``Connection``
 75 K more: a read unit of work cost 234 K before its first statement, about as much as a
-payment's six ``SELECT``s together (callgrind, ``bench/notes.md``). A kept connection only
+payment's six ``SELECT``s together (callgrind, ``bench/history.md``). A kept connection only
 begins and rolls back (58 K).
 
 So the store keeps up to ``keep`` idle connections for its readers, each still checked out of

@@ -159,7 +159,7 @@ def test_decisions_4_each_entry_is_measured_against_the_target_before_the_change
     """The current sum a new entry makes up to the target is the target the payment met before the
     change (its entries always meet the formula), so refunds and disputes add up none of the
     payment's entries: their number grows with every refund, and adding them up made a payment's
-    thousandth refund cost three times its first (bench/notes.md, tenth session)."""
+    thousandth refund cost three times its first (bench/history.md, tenth session)."""
     payment = world.pay(world.referred_customer(), 3_001).record  # C = 600
     world.rt, touched = watched(world.rt)
     refunded = 0

@@ -57,7 +57,7 @@ def rebalance(tx: Tx, before: Payment, payment: Payment, source_id: str) -> Comm
     disputes rebalances in the unit of work that makes it, under the payment's lock. So that
     target is their current sum, and nothing needs to add them up. Adding them up cost as much as
     the payment had entries: its thousandth refund took three times the CPU of its first
-    (bench/notes.md, tenth session). The ledger state machine and the concurrency tests still
+    (bench/history.md, tenth session). The ledger state machine and the concurrency tests still
     check the sum itself after every step.
     """
     if payment.commission_amount == 0 or payment.program_affiliate_id is None:

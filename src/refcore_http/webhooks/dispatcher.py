@@ -63,7 +63,7 @@ CLAIM_BATCH = 64
 #: back to back, each claiming the few events committed during the last: three units of work
 #: every few events. Waiting out the rest of this interval lets a pass gather what the stream
 #: committed meanwhile: under PostgreSQL payments it halved the CPU of the dispatcher's threads,
-#: though not the server's throughput (``bench/notes.md``, eleventh session). The cost is at
+#: though not the server's throughput (``bench/history.md``, eleventh session). The cost is at
 #: most this long a delay before a request, and only while commits keep coming.
 MIN_PASS_INTERVAL_SECONDS = 0.1
 
