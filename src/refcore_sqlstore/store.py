@@ -11,10 +11,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from refcore.clocks import SystemClock
 from refcore.identifiers import TimeOrderedIds
 from refcore.ports import Clock, EventNotifier
 from refcore.services.runtime import NullNotifier, Runtime
+from refcore_sqlstore.bucket_pruning import prune_balance_buckets
 from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import existing_group_commit
@@ -82,6 +85,12 @@ class SqlStore:
             ids=TimeOrderedIds(clock),
             notifier=notifier or NullNotifier(),
         )
+
+    def prune_balance_buckets(self, now: datetime) -> int:
+        """Delete the balance projection's rows that no balance read at ``now`` or later sums
+        (:mod:`refcore_sqlstore.bucket_pruning`); how many went. The server does it every
+        ``REFCORE_PRUNE_INTERVAL_SECONDS``; any number of processes may do it at once."""
+        return prune_balance_buckets(self._engine, now)
 
     @property
     def outbox(self) -> SqlOutbox:

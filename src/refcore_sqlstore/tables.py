@@ -416,6 +416,8 @@ affiliate_balance_buckets = Table(
     Column("open_amount", BigInteger, nullable=False),
     Column("held_amount", BigInteger, nullable=False),
     CheckConstraint("grain IN ('month', 'day', 'hour', 'minute')", name="grain"),
+    # Pruning finds the past rows of one grain through it (``bucket_pruning``, migration 0006).
+    Index(None, "grain", "bucket"),
 )
 
 # -- events and webhooks ---------------------------------------------------------------------
