@@ -20,8 +20,10 @@ from refcore_http.capture_batches import CaptureBatches
 from refcore_http.dispatch import Context, build_routes
 from refcore_http.endpoints import Api, Endpoint
 from refcore_http.errors import http_exception_handler, unhandled_exception_handler
+from refcore_http.lifespan import server_lifespan
 from refcore_http.literal_routes import LiteralPathApp, LiteralPathRouter
 from refcore_http.openapi import build_index, build_openapi
+from refcore_http.pruning import Prune
 from refcore_http.routes import affiliate_self as affiliate_self_routes
 from refcore_http.routes import affiliates, index, payouts, programs, revenue, tenancy, tracking, webhooks
 from refcore_http.routes import app_profile as app_profile_routes
@@ -29,7 +31,6 @@ from refcore_http.routes import join as join_routes
 from refcore_http.routes import processor as processor_routes
 from refcore_http.settings import Settings
 from refcore_http.webhooks.keys import require_secret_key
-from refcore_http.webhooks.lifespan import webhook_lifespan
 from refcore_http.workers import worker_threads
 
 AREAS: tuple[Sequence[Endpoint], ...] = (
@@ -68,10 +69,12 @@ def create_app(
     *,
     extra: Sequence[Endpoint] = (),
     outbox: EventOutbox | None = None,
+    prune: Prune | None = None,
 ) -> Starlette:
     """The API over ``runtime``. ``extra`` adds endpoints (tests inject failing ones with it).
 
-    With ``outbox`` (the server), the webhook dispatcher runs for the app's lifespan. Without
+    With ``outbox`` (the server), the webhook dispatcher runs for the app's lifespan; with
+    ``prune`` (the server), the store is pruned every ``prune_interval_seconds``. Without
     ``REFCORE_SECRET_KEY`` only a loopback server starts (with a loud warning): see
     :mod:`refcore_http.webhooks.keys`.
     """
@@ -100,7 +103,7 @@ def create_app(
         build_routes(api.endpoints, context),
         # ``/v1/apps/`` is not ``/v1/apps``: answer 404 rather than a redirect clients may not follow.
         redirect_slashes=False,
-        lifespan=webhook_lifespan(runtime, outbox, settings),
+        lifespan=server_lifespan(runtime, settings, outbox=outbox, prune=prune),
     )
     app.state.api = api
     app.state.runtime = runtime

@@ -68,7 +68,7 @@ def serve(args: argparse.Namespace) -> int:
         if args.print_session:
             _user, token = create_session(store.runtime, args.print_session)
             print(token, flush=True)
-        app = create_app(store.runtime, settings, outbox=store.outbox)
+        app = create_app(store.runtime, settings, outbox=store.outbox, prune=store.prune)
         _freeze_startup_objects()
         address = f"http://{settings.host}:{settings.port}"
         print(f"refcore: serving {store.description} on {address}", file=sys.stderr)

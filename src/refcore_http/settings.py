@@ -145,9 +145,13 @@ class Settings:
     #: ``REFCORE_READ_WORKER_THREADS``: ``GET`` requests run in a pool of their own of this many
     #: threads; ``0`` runs them in the pool above. Unset: one on SQLite, whose reads are the
     #: interpreter's work alone and whose latency tail came from threads taking turns for the
-    #: GIL (commissions page p99 68-75 ms with 8 threads, 42-43 ms with one; ``bench/notes.md``),
+    #: GIL (commissions page p99 68-75 ms with 8 threads, 42-43 ms with one; ``bench/history.md``),
     #: and ``0`` on PostgreSQL, whose reads wait on the network and need threads to overlap.
     read_worker_threads: int | None = None
+    #: ``REFCORE_PRUNE_INTERVAL_SECONDS``: how often each server process deletes the balance
+    #: projection's rows that no balance reads any more (``refcore_sqlstore.bucket_pruning``);
+    #: ``0`` never, for a fleet where one process or a scheduled job does it instead.
+    prune_interval_seconds: int = 600
 
     @property
     def read_threads(self) -> int:
@@ -216,6 +220,10 @@ class Settings:
         if env.get("REFCORE_READ_WORKER_THREADS"):
             values["read_worker_threads"] = _count(
                 env["REFCORE_READ_WORKER_THREADS"], name="REFCORE_READ_WORKER_THREADS"
+            )
+        if env.get("REFCORE_PRUNE_INTERVAL_SECONDS"):
+            values["prune_interval_seconds"] = _count(
+                env["REFCORE_PRUNE_INTERVAL_SECONDS"], name="REFCORE_PRUNE_INTERVAL_SECONDS"
             )
         settings = cls(**values)
         return settings.with_overrides(**overrides)

@@ -8,6 +8,7 @@ when asked for so that the memory store works without a database driver.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from attrs import frozen
 
@@ -30,12 +31,19 @@ class OpenStore:
     #: Bring the schema up to date (nothing to do for memory); idempotent.
     migrate: Callable[[], None]
     dispose: Callable[[], None]
+    #: Delete stored rows that no read at the given moment or later needs (the SQL store's past
+    #: balance buckets); how many went. The server calls it periodically.
+    prune: Callable[[datetime], int]
     #: The URL with any password masked, for messages.
     description: str
 
 
 def _nothing() -> None:
     return None
+
+
+def _nothing_to_prune(_now: datetime) -> int:
+    return 0
 
 
 def is_memory(database_url: str) -> bool:
@@ -61,6 +69,7 @@ def open_store(
             persistent=False,
             migrate=_nothing,
             dispose=_nothing,
+            prune=_nothing_to_prune,
             description=MEMORY_URL,
         )
     try:
@@ -79,5 +88,6 @@ def open_store(
         persistent=True,
         migrate=store.migrate,
         dispose=store.dispose,
+        prune=store.prune_balance_buckets,
         description=store.safe_url,
     )
