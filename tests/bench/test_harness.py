@@ -15,11 +15,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from bench.cli import analyzes_after_warmup, checkpoint_seeded_file, scenarios_after_writes
+from bench.cli import analyzes_after_warmup, checkpoint_seeded_file, prune_seeded, scenarios_after_writes
 from bench.report import render, verdicts
 from bench.results import Results, Row
 from bench.scenarios import SCENARIOS
 from bench.wrk import Load, Measured, lua_concat, lua_script
+
+from refcore_sqlstore import SqlStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -277,6 +279,34 @@ def test_the_seeded_file_is_checkpointed_once_a_passing_reader_lets_go(tmp_path:
         release.join()
         reader.close()
     assert emptied == 0
+
+
+def test_a_seeded_history_is_pruned_as_a_running_server_would_before_the_scaling_reads(
+    tmp_path: Path,
+) -> None:
+    """The seeder writes a year in minutes; a production server would have pruned the past day,
+    hour and minute rows of the balance projection as it went (refcore_sqlstore.bucket_pruning)."""
+    url = f"sqlite:///{tmp_path / 'seeded.db'}"
+    store = SqlStore(url)
+    store.migrate()
+    store.dispose()
+    rows = [
+        ("month", "2025-01"),
+        ("day", "2025-01-05"),
+        ("hour", "2025-01-05 10"),
+        ("minute", "2025-01-05 10:07"),
+    ]
+    rows.append(("minute", "2999-01-01 00:00"))  # an entry still on hold: kept
+    with sqlite3.connect(tmp_path / "seeded.db") as connection:
+        connection.executemany(
+            "INSERT INTO affiliate_balance_buckets VALUES ('pa_x', 'live', ?, ?, 1, 0)", rows
+        )
+    assert prune_seeded(url) == 3
+    with sqlite3.connect(tmp_path / "seeded.db") as connection:
+        left = connection.execute(
+            "SELECT grain, bucket FROM affiliate_balance_buckets ORDER BY grain"
+        ).fetchall()
+    assert left == [("minute", "2999-01-01 00:00"), ("month", "2025-01")]
 
 
 def test_a_log_held_longer_than_the_patience_stops_the_run(tmp_path: Path) -> None:
