@@ -1,8 +1,9 @@
 """Pruning the store for as long as the server runs (part of the Starlette lifespan).
 
 The SQL store's balance projection keeps day, hour and minute rows that no balance reads once
-their day, hour or minute has passed (:mod:`refcore_sqlstore.bucket_pruning`); left alone they
-grow with the ledger. Every ``REFCORE_PRUNE_INTERVAL_SECONDS`` (and once at start) each server
+their day, hour or minute has passed (:mod:`refcore_sqlstore.bucket_pruning`), and a rate-limit
+counter per window (:mod:`refcore_sqlstore.rate_limit_pruning`); left alone they grow with the
+ledger and with every signup. Every ``REFCORE_PRUNE_INTERVAL_SECONDS`` (and once at start) each server
 process deletes them, off the event loop. Several processes pruning at once only find less to
 do. A pruning that fails is logged and tried again at the next interval: nothing a request
 needs depends on it.
@@ -68,5 +69,5 @@ class Pruner:
         self.passes += 1
         self.pruned += deleted
         if deleted:
-            logger.info("pruned %d balance projection rows no read needs", deleted)
+            logger.info("pruned %d rows no read needs (past balance buckets, ended limits)", deleted)
         return deleted

@@ -32,7 +32,8 @@ class OpenStore:
     migrate: Callable[[], None]
     dispose: Callable[[], None]
     #: Delete stored rows that no read at the given moment or later needs (the SQL store's past
-    #: balance buckets); how many went. The server calls it periodically.
+    #: balance buckets and ended rate-limit windows); how many went. The server calls it
+    #: periodically.
     prune: Callable[[datetime], int]
     #: The URL with any password masked, for messages.
     description: str
@@ -88,6 +89,6 @@ def open_store(
         persistent=True,
         migrate=store.migrate,
         dispose=store.dispose,
-        prune=store.prune_balance_buckets,
+        prune=store.prune,
         description=store.safe_url,
     )

@@ -24,6 +24,7 @@ from refcore_sqlstore.group_commit import existing_group_commit
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
+from refcore_sqlstore.rate_limit_pruning import prune_rate_limit_counters
 from refcore_sqlstore.read_connections import ReadConnections, idle_readers_for
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
@@ -86,10 +87,16 @@ class SqlStore:
             notifier=notifier or NullNotifier(),
         )
 
+    def prune(self, now: datetime) -> int:
+        """Delete the rows that nothing reads at ``now`` or later: the balance projection's past
+        days, hours and minutes and the rate-limit counters of ended windows; how many went. The
+        server does it every ``REFCORE_PRUNE_INTERVAL_SECONDS``; any number of processes may do
+        it at once."""
+        return self.prune_balance_buckets(now) + prune_rate_limit_counters(self._engine, now)
+
     def prune_balance_buckets(self, now: datetime) -> int:
         """Delete the balance projection's rows that no balance read at ``now`` or later sums
-        (:mod:`refcore_sqlstore.bucket_pruning`); how many went. The server does it every
-        ``REFCORE_PRUNE_INTERVAL_SECONDS``; any number of processes may do it at once."""
+        (:mod:`refcore_sqlstore.bucket_pruning`); how many went."""
         return prune_balance_buckets(self._engine, now)
 
     @property

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from refcore.clocks import ManualClock
 from refcore.errors import ValidationError
 from refcore.models import Program
-from refcore.services import affiliates, programs, tenancy
+from refcore.services import affiliates, programs, rate_limits, tenancy
+from refcore.services.join import JoinPolicy
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from refcore_memstore import memory_runtime
@@ -61,3 +64,18 @@ def test_decisions_2_link_code_with_a_trailing_newline_is_refused() -> None:
     with pytest.raises(ValidationError) as caught:
         affiliates.create_link(rt, session, affiliate.id, "abc\n")
     assert caught.value.param == "code"
+
+
+def test_a_rate_limit_window_is_at_most_a_day_so_its_counters_can_be_pruned() -> None:
+    """``rate_limits.LONGEST_WINDOW``: the store prunes counters of windows that began before
+    ``forgettable_before(now)``, which must have ended whatever the window."""
+    now = datetime(2026, 2, 10, 5, 30, tzinfo=UTC)
+    assert rate_limits.window_start(now, rate_limits.LONGEST_WINDOW) == datetime(2026, 2, 10, tzinfo=UTC)
+    assert rate_limits.forgettable_before(now) < now - rate_limits.LONGEST_WINDOW
+    with pytest.raises(ValueError, match="at most a day"):
+        rate_limits.window_start(now, rate_limits.LONGEST_WINDOW + timedelta(seconds=1))
+    with pytest.raises(ValueError, match="at most a day"):
+        JoinPolicy(window=timedelta(days=2))
+    with pytest.raises(ValueError, match="at least one second"):
+        JoinPolicy(window=timedelta(0))
+    assert JoinPolicy(window=timedelta(days=1)).window == timedelta(days=1)

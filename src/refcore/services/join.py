@@ -26,10 +26,10 @@ Rules chosen here (docs/api.md, "Hosted join"):
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from attrs import evolve, frozen
+from attrs import Attribute, evolve, field, frozen
 
 from refcore.credentials import digest, new_secret
 from refcore.errors import InternalError, InvalidSignupToken, NotFound
@@ -49,6 +49,11 @@ log = logging.getLogger("refcore.join")
 TOKEN_PREFIX = "join_"
 
 
+def _rate_limit_window(_policy: object, _attribute: Attribute[timedelta], window: timedelta) -> None:
+    """Refused when the policy is made, not at the first signup it would fail."""
+    rate_limits.window_start(datetime(2000, 1, 1, tzinfo=UTC), window)
+
+
 @frozen
 class JoinPolicy:
     """How signups behave; the HTTP server builds it from its settings."""
@@ -59,7 +64,8 @@ class JoinPolicy:
     per_email: int = 5
     #: Signups per client IP per window (offices share one address, so it is higher).
     per_ip: int = 20
-    window: timedelta = timedelta(hours=1)
+    #: From one second to :data:`~refcore.services.rate_limits.LONGEST_WINDOW` (a day).
+    window: timedelta = field(default=timedelta(hours=1), validator=_rate_limit_window)
     #: The page the confirmation link opens; ``{slug}`` is replaced by the program's slug and
     #: ``token=<token>`` is added to its query. That page posts the token to the confirm route.
     confirm_url: str = "http://127.0.0.1:8000/join/{slug}/confirm"

@@ -12,6 +12,10 @@ the caller's unit of work, so:
 
 Windows are aligned to the epoch (every hour on the hour for a one-hour window), so every process
 agrees on which window a moment falls in without sharing anything but the store.
+
+A window is at most :data:`LONGEST_WINDOW` long, so a counter whose window began before
+:func:`forgettable_before` is never read again and a store may delete it (the SQL store does, in
+each server's periodic pruning): the counters do not grow with every signup ever made.
 """
 
 from __future__ import annotations
@@ -27,6 +31,16 @@ from refcore.models.signup import RateLimitCounter
 from refcore.representation import timestamp
 from refcore.services.runtime import Tx
 
+#: The longest window a limit may have (hosted signups use one hour).
+LONGEST_WINDOW = timedelta(days=1)
+#: Kept beyond the longest window, for server clocks that disagree by less than this.
+_CLOCK_MARGIN = timedelta(hours=1)
+
+
+def forgettable_before(now: datetime) -> datetime:
+    """Counters of windows that began before this moment have ended, whatever their length."""
+    return now - LONGEST_WINDOW - _CLOCK_MARGIN
+
 
 def limit_key(scope: str, value: str) -> str:
     """A counter key that does not store ``value`` (an address, an IP) in clear."""
@@ -37,6 +51,8 @@ def window_start(moment: datetime, window: timedelta) -> datetime:
     size = int(window.total_seconds())
     if size <= 0:
         raise ValueError("a rate-limit window must be at least one second")
+    if window > LONGEST_WINDOW:
+        raise ValueError("a rate-limit window must be at most a day: its counters are pruned after that")
     seconds = int(moment.timestamp())
     return datetime.fromtimestamp(seconds - seconds % size, UTC)
 
