@@ -25,6 +25,7 @@ from starlette.requests import Request
 
 from refcore.errors import BodyTooLarge, InvalidJson, ValidationError
 from refcore_http.request_headers import header
+from refcore_http.text_safety import check_decoded
 
 T = TypeVar("T")
 
@@ -187,12 +188,16 @@ def decode_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
     if not raw.strip():
         raise InvalidJson("The request body is empty; a JSON object is expected")
     try:
-        # What ``json.loads`` does with bytes: UTF-8, -16 or -32, told apart by the first bytes.
-        value = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+        # UTF-8, -16 or -32, told apart by the first bytes as ``json.loads`` does; strictly, so
+        # that bytes spelling a lone surrogate are invalid (``json.loads`` lets them through).
+        text = raw.decode(json.detect_encoding(raw))
+        value = _DECODER.decode(text)
     except (ValueError, RecursionError):
         raise InvalidJson("The request body is not valid JSON") from None
     if not isinstance(value, dict):
         raise InvalidJson("The request body must be a JSON object")
+    if "\\u" in text:
+        check_decoded(value)  # only an escape can spell a NUL or a lone surrogate
     return value
 
 

@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from refcore.errors import RefcoreError, ValidationError
+from refcore.errors import InternalError, RefcoreError, ValidationError
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from refcore_http.auth import credential_of, principal_of
@@ -44,6 +44,7 @@ from refcore_http.json_response import JsonResponse
 from refcore_http.queries import parse_query
 from refcore_http.request_headers import header
 from refcore_http.settings import Settings
+from refcore_http.text_safety import check_text
 from refcore_http.visitors import visitor_of
 from refcore_http.workers import WorkerThreads
 
@@ -131,6 +132,8 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
                 raise
             parse_error = exc
         params = dict(request.path_params)
+        for name, value in params.items():
+            check_text(value, name)  # ``%00`` in a path: refused before any store sees it
         visitor = visitor_of(request, context.settings.trusted_proxies)
 
         def authenticate() -> Principal | None:
@@ -172,6 +175,9 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
             reply = await pool.run(authenticate_and_handle)
         response = _render(reply)
     except RefcoreError as exc:
+        if isinstance(exc, InternalError):
+            # The store's own failures (``database_errors``) carry their cause for this log only.
+            log_unhandled(endpoint.method, endpoint.path, exc)
         response = refcore_error_response(exc)
     except Exception as exc:
         log_unhandled(endpoint.method, endpoint.path, exc)

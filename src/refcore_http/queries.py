@@ -14,6 +14,7 @@ from starlette.datastructures import QueryParams
 
 from refcore.errors import ValidationError
 from refcore_http.endpoints import QueryParam
+from refcore_http.text_safety import check_text
 
 _INTEGER = re.compile(r"^-?[0-9]{1,12}$")
 
@@ -48,6 +49,7 @@ def parse_query(query: QueryParams, declared: Sequence[QueryParam]) -> dict[str,
         values = query.getlist(name)
         if len(values) != 1:
             raise ValidationError(f"{name} may be given only once", param=name)
+        check_text(values[0], name)
         out[name] = _convert(by_name[name], values[0])
     for param in declared:
         if param.required and param.name not in out:

@@ -343,9 +343,21 @@ NOT_NULL = "refcore_not_null"
 PATCH: dict[str, Any] = {NOT_NULL: True}
 
 
+#: The request class each schema name stands for. Schemas are named by class name, so two
+#: classes of one name would share one schema: the payout routes' ``{program_id}`` body was once
+#: documented as the program-creation body (found by fuzzing the API with schemathesis).
+_NAMED: dict[str, type[Any]] = {}
+
+
 def body_schema(cls: type[Any], definitions: dict[str, JsonObject]) -> JsonObject:
     """The schema of an attrs request class; nested classes are added to ``definitions``."""
     name = cls.__name__
+    owner = _NAMED.setdefault(name, cls)
+    if owner is not cls:
+        raise ValueError(
+            f"two request classes are named {name} ({owner.__module__} and {cls.__module__}): "
+            "the OpenAPI document names each schema after its class"
+        )
     if name in definitions:
         return ref(name)
     definitions[name] = {}  # reserve the name against recursion

@@ -1,5 +1,6 @@
-"""``decode_object`` reads a body exactly as ``json.loads`` does (it keeps one decoder instead
-of building one per call): the same values, the same encodings, the same refusals."""
+"""``decode_object`` reads a body as ``json.loads`` does (it keeps one decoder instead of building
+one per call): the same values, the same encodings, the same refusals; except text no database
+can keep (a NUL character, an unpaired surrogate), which it refuses (``text_safety``)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refcore.errors import InvalidJson
+from refcore.errors import InvalidJson, ValidationError
 from refcore_http.bodies import decode_object
 
 JSON_TYPE = "application/json"
 
+#: Any text a database keeps: every character but NUL (Hypothesis never draws a lone surrogate).
+storable_text = st.text(st.characters(blacklist_characters="\x00"))
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | storable_text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(storable_text, children, max_size=4),
     max_leaves=12,
 )
 
 
-@given(st.dictionaries(st.text(), json_values, max_size=5), st.sampled_from(["utf-8", "utf-16", "utf-32"]))
+@given(
+    st.dictionaries(storable_text, json_values, max_size=5), st.sampled_from(["utf-8", "utf-16", "utf-32"])
+)
 def test_an_object_decodes_as_json_loads_decodes_it_in_every_encoding_it_detects(
     value: dict[str, Any], encoding: str
 ) -> None:
@@ -47,6 +56,22 @@ def test_what_is_not_json_is_invalid_json(raw: bytes) -> None:
         decode_object(raw, JSON_TYPE)
 
 
-def test_a_lone_surrogate_escape_reads_as_json_loads_reads_it() -> None:
-    raw = b'{"name": "\\ud800"}'
-    assert decode_object(raw, JSON_TYPE) == json.loads(raw)
+@given(storable_text, storable_text, st.sampled_from(["utf-8", "utf-16", "utf-32"]))
+def test_a_nul_anywhere_in_the_text_is_a_validation_error_naming_the_field(
+    before: str, after: str, encoding: str
+) -> None:
+    raw = json.dumps({"ok": "x", "outer": [{"name": f"{before}\x00{after}"}]}).encode(encoding)
+    with pytest.raises(ValidationError) as refused:
+        decode_object(raw, JSON_TYPE)
+    assert refused.value.param == "outer.0.name"
+
+
+def test_a_lone_surrogate_escape_is_refused_and_a_pair_reads_as_its_character() -> None:
+    with pytest.raises(ValidationError) as refused:
+        decode_object(b'{"name": "\\ud800"}', JSON_TYPE)
+    assert refused.value.param == "name"
+    with pytest.raises(ValidationError):
+        decode_object(b'{"\\udc00": 1}', JSON_TYPE)
+    assert decode_object(b'{"name": "\\ud83d\\ude00"}', JSON_TYPE) == {"name": "\U0001f600"}
+    with pytest.raises(InvalidJson):
+        decode_object(b'{"name": "\xed\xa0\x80"}', JSON_TYPE)  # the surrogate as UTF-8 bytes

@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 import re
 
+import attrs
 import pytest
 from starlette.routing import Route
 
+from refcore.errors import InternalError
 from refcore.services.runtime import Runtime
 from refcore_http import errors as http_errors
-from refcore_http.app import all_endpoints, create_app
+from refcore_http.app import all_endpoints, create_app, describe
 from refcore_http.endpoints import PUBLIC, Call, Endpoint, Reply, returns
 from refcore_http.routes import revenue
+from refcore_http.schemas import body_schema
 from refcore_http.settings import Settings
 from tests.http.world import Client, expect, new_activity, new_tenant
 
@@ -144,3 +147,46 @@ def test_responses_carry_json_and_lists_the_list_envelope(client: Client, runtim
     assert response.headers["content-type"].startswith("application/json")
     body = expect(response, 200)
     assert set(body) == {"object", "data", "has_more"} and body["object"] == "list"
+
+
+def _store_failure(call: Call) -> Reply:
+    try:
+        raise RuntimeError("relation commission_entries: deadlock on index page 7")
+    except RuntimeError as cause:
+        raise InternalError("The database could not complete the operation") from cause
+
+
+def test_an_internal_error_a_store_raises_is_logged_with_its_cause(
+    runtime: Runtime, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store answers its own failures as ``internal_error`` (``database_errors``); the client
+    sees the catalog message only, and the log gets the cause, as for any other 500."""
+    failing = Endpoint("GET", "/v1/store-failure", "Fails", _store_failure, PUBLIC, returns("Index"))
+    client = Client(create_app(runtime, settings, extra=(failing,)))
+    with caplog.at_level(logging.ERROR, logger="refcore_http"):
+        response = client.get("/v1/store-failure")
+    assert (
+        expect(response, 500, "internal_error")["error"]["message"]
+        == "The database could not complete the operation"
+    )
+    assert "deadlock" not in response.text
+    logged = [r for r in caplog.records if r.exc_info]
+    assert logged and "/v1/store-failure" in logged[0].getMessage()
+    assert "deadlock on index page 7" in caplog.text
+
+
+def test_every_request_schema_names_one_class_so_payout_bodies_are_program_scopes() -> None:
+    """Two request classes were both named ``ProgramBody``, and the payout routes' ``{program_id}``
+    body was documented as the program-creation body (schemathesis found it)."""
+    api = describe(all_endpoints())
+    for path in ("/v1/payout-batches", "/v1/payout-requests", "/v1/ready-payouts/csv"):
+        schema = api.openapi["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        target = api.openapi["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+        assert target["required"] == ["program_id"] and set(target["properties"]) == {"program_id"}, path
+
+    @attrs.frozen
+    class ProgramBody:  # the name of the program-creation body, for another class
+        other: str
+
+    with pytest.raises(ValueError, match="two request classes are named ProgramBody"):
+        body_schema(ProgramBody, {})

@@ -59,6 +59,12 @@ class Overview:
     currencies: tuple[CurrencyTotals, ...]
 
 
+#: The moments a period may start or end at: the default start, 30 days before the end, and every
+#: store's timestamps stay in range (an end at ``0001-01-01`` was a ``500``).
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
+
+
 def parse_moment(value: object, *, param: str) -> datetime | None:
     """An ISO 8601 date or date-time; without a zone it is UTC. ``None`` stays ``None``."""
     if value is None or isinstance(value, datetime):
@@ -70,8 +76,18 @@ def parse_moment(value: object, *, param: str) -> datetime | None:
             raise ValidationError(f"{param} must be an ISO 8601 date or date-time", param=param) from None
     else:
         raise ValidationError(f"{param} must be an ISO 8601 date or date-time", param=param)
-    if moment is not None and moment.tzinfo is None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    try:
+        in_utc = moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first moment Python has
+        in_utc = None
+    if in_utc is None or not EARLIEST <= in_utc < LATEST:
+        raise ValidationError(
+            f"{param} must be from {EARLIEST.date()} to before {LATEST.date()} (UTC)", param=param
+        )
     return moment
 
 

@@ -81,7 +81,7 @@ class PayoutDetailsBody:
 
 
 @frozen
-class ProgramBody:
+class ProgramScope:
     """The program this call is about."""
 
     program_id: str = field(metadata={"description": "prg_…"})
@@ -117,7 +117,7 @@ def get_payout_balance(call: Call) -> Reply:
 
 
 def create_payout_request(call: Call) -> Reply:
-    body: ProgramBody = call.body
+    body: ProgramScope = call.body
     return created(represent(payout_requests.create_payout_request(call.runtime, call.who, body.program_id)))
 
 
@@ -161,7 +161,7 @@ def list_ready_payouts(call: Call) -> Reply:
 
 
 def export_ready_payouts(call: Call) -> Reply:
-    body: ProgramBody = call.body
+    body: ProgramScope = call.body
     text = payouts.ready_payouts_csv(call.runtime, call.who, body.program_id)
     return Reply(body=None, text=text, media_type="text/csv; charset=utf-8")
 
@@ -179,7 +179,7 @@ def _batch(view: payouts.BatchView) -> JsonObject:
 
 
 def prepare_payout_batch(call: Call) -> Reply:
-    body: ProgramBody = call.body
+    body: ProgramScope = call.body
     batch = payouts.prepare_batch(call.runtime, call.who, body.program_id)
     return created(_batch(payouts.get_batch(call.runtime, call.who, batch.id)))
 
@@ -405,7 +405,7 @@ ROUTES = (
         create_payout_request,
         AFFILIATE,
         returns("PayoutRequest", 201),
-        body=ProgramBody,
+        body=ProgramScope,
         tags=_TAGS,
     ),
     Endpoint(
@@ -443,7 +443,7 @@ ROUTES = (
         export_ready_payouts,
         DEVELOPER,
         _CSV,
-        body=ProgramBody,
+        body=ProgramScope,
         description="text/csv, one row per affiliate; formula-like cells get a leading '.",
         tags=_TAGS,
     ),
@@ -473,7 +473,7 @@ ROUTES = (
         prepare_payout_batch,
         DEVELOPER,
         returns("PayoutBatchWithExecutions", 201),
-        body=ProgramBody,
+        body=ProgramScope,
         tags=_TAGS,
     ),
     Endpoint(
