@@ -6,6 +6,7 @@ an HTTP caller get the same ``validation_error`` with the same ``param``.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import TypeVar
 
@@ -31,6 +32,18 @@ def optional_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> s
     if value is None:
         return None
     return require_text(value, param=param, max_length=max_length)
+
+
+def optional_ip_address(value: object, *, param: str) -> str | None:
+    """An IPv4 or IPv6 address in its usual written form (``2001:db8::1`` for
+    ``2001:0db8:0000::0001``), or ``None``."""
+    if value is None:
+        return None
+    text = require_text(value, param=param, max_length=64)
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise ValidationError(f"{param} must be an IPv4 or IPv6 address", param=param) from None
 
 
 def require_email(value: object, *, param: str = "email") -> str:

@@ -118,3 +118,23 @@ def test_server_capture_takes_visitor_fields_and_the_key_mode(
     assert click["livemode"] is False
     (stored,) = _clicks(runtime)
     assert (stored.visitor_ip, stored.visitor_user_agent) == ("198.51.100.4", "Agent/1")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("bad", ["not-an-ip", "198.51.100.256", "198.51.100.4, 10.0.0.1", "::g", ""])
+def test_a_server_captures_visitor_ip_must_be_an_ip_address(
+    client: Client, runtime: Runtime, tenant: Tenant, bad: str
+) -> None:
+    """The caller's word for the visitor's address is checked (fuzzing stored ``"not-an-ip"``)."""
+    body = {"via": tenant.link_code, "visitor_ip": bad}
+    response = client.post("/v1/capture", tenant.live_key, body)
+    assert expect(response, 400, "validation_error")["error"]["param"] == "visitor_ip"
+    assert _clicks(runtime) == []
+
+
+def test_a_server_captures_ipv6_visitor_ip_is_kept_in_its_usual_form(
+    client: Client, runtime: Runtime, tenant: Tenant
+) -> None:
+    body = {"via": tenant.link_code, "visitor_ip": "2001:0DB8:0000:0000:0000:0000:0000:0001"}
+    expect(client.post("/v1/capture", tenant.live_key, body), 201)
+    (stored,) = _clicks(runtime)
+    assert stored.visitor_ip == "2001:db8::1"  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from refcore.rules.attribution import click_within_window, may_attribute
 from refcore.services.access import check_activity
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import optional_email, optional_text, require_text
+from refcore.validation import optional_email, optional_ip_address, optional_text, require_text
 
 MAX_URL = 2048
 
@@ -56,7 +56,13 @@ def check_capture(request: CaptureRequest, *, scope: Scope | None) -> PendingCap
         app_id=None if scope is None else scope.app_id,
         page=optional_text(request.page, param="page", max_length=MAX_URL),
         referrer=optional_text(request.referrer, param="referrer", max_length=MAX_URL),
-        visitor_ip=optional_text(request.visitor_ip, param="visitor_ip", max_length=64),
+        # A server capture's IP is the caller's word, so it is checked; a public capture's comes
+        # from the connection (or a trusted proxy's header), and is not parsed again.
+        visitor_ip=(
+            optional_text(request.visitor_ip, param="visitor_ip", max_length=64)
+            if scope is None
+            else optional_ip_address(request.visitor_ip, param="visitor_ip")
+        ),
         visitor_user_agent=optional_text(
             request.visitor_user_agent, param="visitor_user_agent", max_length=1024
         ),
