@@ -69,6 +69,16 @@ DEVELOPER = Access(
 
 
 @frozen
+class HeaderParam:
+    """A request header an endpoint reads besides ``Authorization`` and ``Content-Type``; the
+    handler enforces it, this only documents it in the OpenAPI document."""
+
+    name: str
+    description: str
+    required: bool = True
+
+
+@frozen
 class QueryParam:
     """One query parameter; values arrive as strings and are converted before the handler runs."""
 
@@ -200,6 +210,7 @@ class Endpoint:
     #: An attrs class the JSON body is structured into; ``None``: no payload (empty body or ``{}``).
     body: type[Any] | None = None
     query: tuple[QueryParam, ...] = ()
+    headers: tuple[HeaderParam, ...] = ()
     #: Answer browsers across origins (public capture).
     cors: bool = False
     description: str = ""

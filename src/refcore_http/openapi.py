@@ -75,6 +75,16 @@ def _operation(endpoint: Endpoint, definitions: dict[str, JsonObject]) -> JsonOb
         }
         for q in endpoint.query
     ]
+    parameters += [
+        {
+            "name": h.name,
+            "in": "header",
+            "required": h.required,
+            "description": h.description,
+            "schema": {"type": "string", "minLength": 1},
+        }
+        for h in endpoint.headers
+    ]
     responses: dict[str, Any] = {}
     output = endpoint.output
     for status in output.statuses:

@@ -190,3 +190,22 @@ def test_every_request_schema_names_one_class_so_payout_bodies_are_program_scope
 
     with pytest.raises(ValueError, match="two request classes are named ProgramBody"):
         body_schema(ProgramBody, {})
+
+
+def test_headers_a_handler_requires_are_declared_in_the_document() -> None:
+    """A client generated from the document must know to send them (schemathesis did not)."""
+    paths = describe(all_endpoints()).openapi["paths"]
+
+    def required_headers(path: str) -> list[str]:
+        parameters = paths[path]["post"]["parameters"]
+        return [p["name"] for p in parameters if p["in"] == "header" and p["required"]]
+
+    assert required_headers("/v1/payout-executions/{id}/succeeded") == ["Idempotency-Key"]
+    assert required_headers("/v1/payout-executions/{id}/failed") == ["Idempotency-Key"]
+    assert required_headers("/v1/processor/events") == ["Stripe-Signature"]
+    statuses = [
+        p["schema"] for p in paths["/v1/transactions/disputes"]["get"]["parameters"] if p["name"] == "status"
+    ]
+    assert statuses == [
+        {"type": "string", "enum": ["opened", "won", "withdrawn", "lost", "funds_reinstated"]}
+    ]

@@ -24,6 +24,7 @@ from refcore_http.endpoints import (
     Access,
     Call,
     Endpoint,
+    HeaderParam,
     Output,
     QueryParam,
     Reply,
@@ -350,6 +351,7 @@ _IDEMPOTENCY = (
     "Send an Idempotency-Key header (required). The first report applies; a replay with the same key "
     "answers the stored result; a different outcome or key for a finished execution is 409 state_conflict."
 )
+_IDEMPOTENCY_KEY = HeaderParam("Idempotency-Key", "A unique value per report; a replay sends the same one.")
 
 ROUTES = (
     Endpoint(
@@ -511,6 +513,7 @@ ROUTES = (
         DEVELOPER,
         returns("PayoutExecution"),
         description=_IDEMPOTENCY,
+        headers=(_IDEMPOTENCY_KEY,),
         tags=_TAGS,
     ),
     Endpoint(
@@ -521,6 +524,7 @@ ROUTES = (
         DEVELOPER,
         returns("PayoutExecution"),
         description=_IDEMPOTENCY,
+        headers=(_IDEMPOTENCY_KEY,),
         tags=_TAGS,
     ),
 )

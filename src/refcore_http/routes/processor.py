@@ -26,6 +26,7 @@ from refcore_http.endpoints import (
     PUBLIC,
     Call,
     Endpoint,
+    HeaderParam,
     QueryParam,
     Reply,
     ok,
@@ -224,6 +225,7 @@ ROUTES = (
         PUBLIC,
         returns("ProcessorEvent"),
         raw_body=True,
+        headers=(HeaderParam("Stripe-Signature", "t=…,v1=…: the delivery's timestamp and signature."),),
         description=(
             "The processor's own event JSON, signed with the connection's webhook secret in the "
             "Stripe-Signature header (t=…,v1=…; five-minute tolerance). 400 invalid_signature when it "

@@ -11,6 +11,7 @@ from typing import Literal
 
 from attrs import field, frozen
 
+from refcore.models.revenue import DisputeStatus
 from refcore.representation import represent
 from refcore.services import activity
 from refcore.services.access import activity_scope
@@ -31,6 +32,7 @@ from refcore_http.endpoints import (
     PAGING,
     Call,
     Endpoint,
+    QueryParam,
     Reply,
     filter_param,
     ok,
@@ -230,7 +232,9 @@ ROUTES = (
             ENVIRONMENT,
             _TRANSACTION,
             _PAYMENT_ID,
-            filter_param("status", "Only disputes in this status"),
+            QueryParam(
+                "status", "Only disputes in this status", enum=tuple(status.value for status in DisputeStatus)
+            ),
             *PAGING,
         ),
         tags=_TAGS,
