@@ -11,7 +11,8 @@ import asyncio
 import logging
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
@@ -83,24 +84,25 @@ def test_the_interval_must_be_positive() -> None:
         Pruner(Recorder(), ManualClock(NOW), interval_seconds=0)
 
 
-def _serve(prune: Recorder, **settings: object) -> tuple[TestClient, ManualClock]:
-    clock = ManualClock(NOW)
+@contextmanager
+def _serving(prune: Recorder, **settings: object) -> Iterator[TestClient]:
+    """An app over the memory store with its lifespan running (the pruning started)."""
     app = create_app(
-        memory_runtime(clock=clock),
+        memory_runtime(clock=ManualClock(NOW)),
         Settings(database_url="memory://", secret_key=SECRET_KEY).with_overrides(**settings),
         prune=prune,
     )
-    return TestClient(app), clock
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StarletteDeprecationWarning)
+        with TestClient(app) as client:
+            yield client
 
 
 def test_the_server_prunes_at_start_and_at_every_interval() -> None:
     recorder = Recorder()
-    client, _clock = _serve(recorder, prune_interval_seconds=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StarletteDeprecationWarning)
-        with client:
-            _wait_until(lambda: len(recorder.moments) >= 2)
-            assert client.get("/v1").status_code == 200
+    with _serving(recorder, prune_interval_seconds=1) as client:
+        _wait_until(lambda: len(recorder.moments) >= 2)
+        assert client.get("/v1").status_code == 200
     assert recorder.moments[0] == NOW
     calls = len(recorder.moments)
     time.sleep(1.2)
@@ -109,11 +111,8 @@ def test_the_server_prunes_at_start_and_at_every_interval() -> None:
 
 def test_an_interval_of_zero_never_prunes() -> None:
     recorder = Recorder()
-    client, _clock = _serve(recorder, prune_interval_seconds=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StarletteDeprecationWarning)
-        with client:
-            assert client.get("/v1").status_code == 200
+    with _serving(recorder, prune_interval_seconds=0) as client:
+        assert client.get("/v1").status_code == 200
     assert recorder.moments == []
 
 
