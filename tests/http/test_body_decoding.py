@@ -16,8 +16,8 @@ from refcore_http.bodies import decode_object
 
 JSON_TYPE = "application/json"
 
-#: Any text a database keeps: every character but NUL (Hypothesis never draws a lone surrogate).
-storable_text = st.text(st.characters(blacklist_characters="\x00"))
+#: Any text a database keeps: every character UTF-8 can write (no lone surrogate) but NUL.
+storable_text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"))
 json_values = st.recursive(
     st.none()
     | st.booleans()
