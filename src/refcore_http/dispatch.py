@@ -118,6 +118,8 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
         body: Any = None
         sent = frozenset[str]()
         try:
+            for name, value in request.path_params.items():
+                check_text(value, name)  # ``%00`` in a path: refused before any store sees it
             # Most requests carry no query: Starlette would still parse the empty one into a
             # new QueryParams (2 µs of a capture's 150).
             query = parse_query(
@@ -132,8 +134,6 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
                 raise
             parse_error = exc
         params = dict(request.path_params)
-        for name, value in params.items():
-            check_text(value, name)  # ``%00`` in a path: refused before any store sees it
         visitor = visitor_of(request, context.settings.trusted_proxies)
 
         def authenticate() -> Principal | None:
