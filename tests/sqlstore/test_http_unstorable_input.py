@@ -99,6 +99,8 @@ def test_keyed_writes_refuse_unstorable_text_before_touching_the_store(
 
 def test_a_nul_in_a_path_or_a_query_is_refused(client: Client, tenant: Tenant) -> None:
     expect(client.get("/v1/organizations/org_%00", tenant.session), 400, "validation_error")
+    # As for a bad body, a credential is checked first: an unknown key is 401, not 400.
+    expect(client.get("/v1/organizations/org_%00", "sk_live_unknown"), 401, "unauthenticated")
     expect(client.get("/v1/join/a%00b"), 400, "validation_error")
     response = client.get("/v1/customers", tenant.session, app_id=tenant.app_id, email="a\x00b")
     assert expect(response, 400, "validation_error")["error"]["param"] == "email"
