@@ -27,6 +27,7 @@ from refcore_sqlstore.bucket_pruning import prune_balance_buckets, prune_batch, 
 from refcore_sqlstore.tables import affiliate_balance_buckets
 from tests.sqlstore.raw import engine_of
 from tests.sqlstore.test_balance_buckets import AFFILIATES, BASE, EXAMPLES, PAYMENTS, History, moments, steps
+from tests.stores import emptied_postgres_store
 
 b = affiliate_balance_buckets
 
@@ -207,12 +208,17 @@ def test_migration_0006_indexes_the_projection_by_grain_and_bucket(sql_store: Sq
     assert ["grain", "bucket"] in [index["column_names"] for index in indexes]
 
 
-def test_pruning_on_postgresql_skips_rows_another_transaction_holds(sql_store: SqlStore) -> None:
+@pytest.fixture
+def postgres_store() -> Iterator[SqlStore]:
+    """PostgreSQL only: SQLite has one writer at a time, so no other transaction holds a row."""
+    with emptied_postgres_store() as store:
+        yield store
+
+
+def test_pruning_on_postgresql_skips_rows_another_transaction_holds(postgres_store: SqlStore) -> None:
     """A batch never waits for a row lock (so pruning never joins a deadlock); the row it skipped
     goes at the next pruning."""
-    if sql_store.dialect != "postgresql":
-        pytest.skip("SQLite has one writer at a time: there is no other transaction's row lock")
-    engine = engine_of(sql_store)
+    engine = engine_of(postgres_store)
     with engine.begin() as connection:
         connection.execute(insert(b), _past_minutes(4))
     now = datetime(2026, 2, 10, 5, 30, tzinfo=UTC)
