@@ -148,9 +148,10 @@ class Settings:
     #: GIL (commissions page p99 68-75 ms with 8 threads, 42-43 ms with one; ``bench/history.md``),
     #: and ``0`` on PostgreSQL, whose reads wait on the network and need threads to overlap.
     read_worker_threads: int | None = None
-    #: ``REFCORE_PRUNE_INTERVAL_SECONDS``: how often each server process deletes the balance
-    #: projection's rows that no balance reads any more (``refcore_sqlstore.bucket_pruning``);
-    #: ``0`` never, for a fleet where one process or a scheduled job does it instead.
+    #: ``REFCORE_PRUNE_INTERVAL_SECONDS``: how often each server process deletes the rows nothing
+    #: reads any more, the balance projection's past days, hours and minutes and the rate-limit
+    #: counters of ended windows (``refcore_http.pruning``); ``0`` never, in a process of a fleet
+    #: that leaves it to the others.
     prune_interval_seconds: int = 600
 
     @property
