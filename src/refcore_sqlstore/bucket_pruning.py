@@ -30,14 +30,12 @@ rest of the table.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from sqlalchemy import Connection, Engine, text
 
+from refcore_sqlstore.batched_deletes import PRUNE_BATCH, delete_in_batches
 from refcore_sqlstore.errors import database_errors
-from refcore_sqlstore.group_commit import write_transaction
-
-#: Rows deleted per transaction.
-PRUNE_BATCH = 1_000
 
 _SQLITE_BATCH = text(
     "DELETE FROM affiliate_balance_buckets WHERE rowid IN ("
@@ -77,14 +75,7 @@ def prune_batch(connection: Connection, grain: str, cutoff: str, *, batch: int =
 def prune_balance_buckets(engine: Engine, now: datetime, *, batch: int = PRUNE_BATCH) -> int:
     """Delete every row of the projection that no balance read at ``now`` or later sums, a
     batch per transaction; how many went."""
-    if batch < 1:
-        raise ValueError("a pruning batch must hold at least one row")
-    pruned = 0
-    for grain, cutoff in prune_cutoffs(now).items():
-        while True:
-            with write_transaction(engine) as connection:
-                deleted = prune_batch(connection, grain, cutoff, batch=batch)
-            pruned += deleted
-            if deleted < batch:
-                break
-    return pruned
+    return sum(
+        delete_in_batches(engine, partial(prune_batch, grain=grain, cutoff=cutoff), batch=batch)
+        for grain, cutoff in prune_cutoffs(now).items()
+    )

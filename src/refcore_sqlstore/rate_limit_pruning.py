@@ -12,13 +12,13 @@ written in time order, so each batch finds its rows first in a scan of the uniqu
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 
 from sqlalchemy import Connection, Engine, bindparam, delete, select
 
 from refcore.services.rate_limits import forgettable_before
-from refcore_sqlstore.bucket_pruning import PRUNE_BATCH
+from refcore_sqlstore.batched_deletes import PRUNE_BATCH, delete_in_batches
 from refcore_sqlstore.errors import database_errors
-from refcore_sqlstore.group_commit import write_transaction
 from refcore_sqlstore.tables import rate_limit_counters
 from refcore_sqlstore.types import UtcDateTime
 
@@ -43,13 +43,6 @@ def prune_counter_batch(connection: Connection, cutoff: datetime, *, batch: int 
 
 def prune_rate_limit_counters(engine: Engine, now: datetime, *, batch: int = PRUNE_BATCH) -> int:
     """Delete every counter no limit reads at ``now`` or later, a batch per transaction."""
-    if batch < 1:
-        raise ValueError("a pruning batch must hold at least one row")
-    cutoff = forgettable_before(now)
-    pruned = 0
-    while True:
-        with write_transaction(engine) as connection:
-            deleted = prune_counter_batch(connection, cutoff, batch=batch)
-        pruned += deleted
-        if deleted < batch:
-            return pruned
+    return delete_in_batches(
+        engine, partial(prune_counter_batch, cutoff=forgettable_before(now)), batch=batch
+    )
