@@ -12,12 +12,12 @@ needs depends on it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
 
 from refcore.ports import Clock
+from refcore_http.event_wait import wait_for_event
 
 logger = logging.getLogger("refcore.pruning")
 
@@ -56,8 +56,7 @@ class Pruner:
         assert self._halt is not None
         while not self._halt.is_set():
             await self.run_once()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._halt.wait(), self._interval)
+            await wait_for_event(self._halt, self._interval)
 
     async def run_once(self) -> int:
         """One pruning; how many rows it deleted (0 when it failed)."""

@@ -30,7 +30,6 @@ so the server's event loop, and with it every request, is never blocked by a slo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 
@@ -42,6 +41,7 @@ from refcore.ports import EventOutbox
 from refcore.rules.webhook_subscription import should_deliver
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.webhooks import DELIVERY_PREFIX, signing_secret
+from refcore_http.event_wait import wait_for_event
 from refcore_http.webhooks.delivery import TIMEOUT_SECONDS, Deliverer, Outcome
 from refcore_http.webhooks.signing import body_of, signed_headers
 
@@ -170,8 +170,8 @@ class WebhookDispatcher:
                 claimed = 0
             if claimed >= self._claim_batch:
                 continue  # probably more waiting
-            await _wait_for(self._wake, self._poll_interval)
-            await _wait_for(self._halt, started + self._min_pass_interval - loop.time())
+            await wait_for_event(self._wake, self._poll_interval)
+            await wait_for_event(self._halt, started + self._min_pass_interval - loop.time())
 
     # -- the work --------------------------------------------------------------------------
 
@@ -287,10 +287,3 @@ class WebhookDispatcher:
                 tx.uow.events.replace(evolve(stored, delivered_at=tx.now))
 
         self._rt.transaction(work)
-
-
-async def _wait_for(event: asyncio.Event, seconds: float) -> None:
-    """Until ``event`` is set or ``seconds`` have passed, whichever comes first."""
-    if seconds > 0:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout=seconds)
