@@ -23,7 +23,7 @@ from refcore.ports import UnitOfWork
 from refcore.services.runtime import Runtime
 from refcore.services.tracking import PendingCapture
 from refcore_http.app import create_app
-from refcore_http.capture_batches import CaptureBatches
+from refcore_http.capture_batches import MAX_GATHERING_PASSES, QUIET_PASSES, CaptureBatches
 from refcore_http.settings import Settings
 from refcore_http.workers import WorkerThreads
 from tests.http.world import Client, Tenant, new_tenant
@@ -117,6 +117,57 @@ def test_captures_arriving_while_a_batch_is_written_go_together_in_the_next() ->
 
     assert recorder.batches == [["first"], [f"later-{n}" for n in range(5)]]
     assert [click.page for click in clicks] == ["first"] + [f"later-{n}" for n in range(5)]
+
+
+async def record_after(batches: CaptureBatches, page: str, passes: int) -> Click:
+    """A capture that reaches ``record`` after ``passes`` passes of the event loop, as a request
+    whose bytes are still being read and parsed does."""
+    for _ in range(passes):
+        await asyncio.sleep(0)
+    return await batches.record(pending(page))
+
+
+def test_captures_arriving_within_a_few_loop_passes_join_the_batch_being_formed() -> None:
+    recorder = Recorder()
+    batches = CaptureBatches(recorder, WorkerThreads(2))
+
+    async def main() -> None:
+        # Each arrives one pass after the one before: never a quiet run of QUIET_PASSES passes.
+        await asyncio.gather(*(record_after(batches, str(n), passes=n) for n in range(6)))
+
+    run(main())
+
+    assert recorder.batches == [[str(n) for n in range(6)]]
+
+
+def test_a_capture_arriving_after_quiet_loop_passes_waits_for_the_next_batch() -> None:
+    recorder = Recorder()
+    batches = CaptureBatches(recorder, WorkerThreads(2))
+
+    async def main() -> None:
+        await asyncio.gather(
+            record_after(batches, "first", passes=0),
+            record_after(batches, "late", passes=QUIET_PASSES + 2),
+        )
+
+    run(main())
+
+    assert recorder.batches == [["first"], ["late"]]
+
+
+def test_a_steady_stream_of_captures_does_not_hold_a_batch_back_beyond_the_gathering_bound() -> None:
+    recorder = Recorder()
+    batches = CaptureBatches(recorder, WorkerThreads(2))
+    arrivals = 4 * MAX_GATHERING_PASSES
+
+    async def main() -> None:
+        # One new capture every pass, for longer than the writer may wait.
+        await asyncio.gather(*(record_after(batches, str(n), passes=n) for n in range(arrivals)))
+
+    run(main())
+
+    assert len(recorder.batches[0]) <= MAX_GATHERING_PASSES + 1
+    assert [page for batch in recorder.batches for page in batch] == [str(n) for n in range(arrivals)]
 
 
 def test_a_batch_holds_at_most_max_batch_captures() -> None:
