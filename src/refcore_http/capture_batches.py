@@ -20,8 +20,8 @@ and a capture costs 12 % less CPU (``bench/history.md``, twentieth session). A l
 three passes of an idle loop, a few microseconds.
 
 Each capture still gets its own answer, and only after the batch's commit, so an acknowledged
-click is a durable one. An unknown link fails its own capture only
-(:func:`refcore.services.tracking.record_captures`). If the batch's unit of work fails as a
+click is a durable one. An unknown link, or a server capture's failing key, fails its own
+capture only (:func:`refcore.services.tracking.record_captures`). If the batch's unit of work fails as a
 whole (a database error), its captures are recorded again one by one, so a capture that cannot
 be written fails alone.
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from refcore.errors import NotFound
+from refcore.errors import RefcoreError
 from refcore.models import Click
 from refcore.services.tracking import PendingCapture
 from refcore_http.workers import WorkerThreads
@@ -46,7 +46,7 @@ QUIET_PASSES = 3
 MAX_GATHERING_PASSES = 16
 
 #: :func:`refcore.services.tracking.record_captures` bound to the app's runtime.
-Recorder = Callable[[Sequence[PendingCapture]], list[Click | NotFound]]
+Recorder = Callable[[Sequence[PendingCapture]], list[Click | RefcoreError]]
 _Waiting = tuple[PendingCapture, "asyncio.Future[Click]"]
 
 
@@ -64,7 +64,8 @@ class CaptureBatches:
         self._writers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
 
     async def record(self, capture: PendingCapture) -> Click:
-        """The capture's click once it is committed; ``link_not_found`` for an unknown link."""
+        """The capture's click once it is committed; ``link_not_found`` for an unknown link, and
+        for a server capture ``unauthenticated`` or ``forbidden`` when its key fails."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Click] = loop.create_future()
         waiting = self._waiting.get(loop)
@@ -118,7 +119,7 @@ class CaptureBatches:
             _settle(future, outcome)
 
 
-def _settle(future: asyncio.Future[Click], outcome: Click | NotFound | Exception) -> None:
+def _settle(future: asyncio.Future[Click], outcome: Click | Exception) -> None:
     if future.cancelled():  # the client went away; its click is recorded all the same
         return
     if isinstance(outcome, Exception):

@@ -5,8 +5,9 @@ Pipeline: authenticate (``401``/``403``), parse the query (``400``), read and st
 because the core is synchronous and must not block the event loop. Authentication reads the
 database, so it runs in that same worker thread, just before the handler: one thread hop per
 request rather than two (each hop is a thread wake-up, a large share of a short request's CPU).
-A loop handler (``async def``, public capture) runs on the loop after authentication, which then
-takes a hop of its own only when a credential was sent.
+A loop handler (``async def``, capture) runs on the loop after authentication, which then
+takes a hop of its own only when a credential was sent, unless the endpoint authenticates it
+itself (a server capture's key, with its batch: :func:`_authenticating_itself`).
 The query and body are parsed on the loop before that hop; a parse error is held back until
 authentication passed, so the answer stays the one of the pipeline's order (a bad credential is
 ``401`` whatever the body). A ``GET`` authenticates and reads in one read-only unit of work
@@ -32,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from refcore.errors import InternalError, RefcoreError, ValidationError
+from refcore.errors import Forbidden, InternalError, RefcoreError, Unauthenticated, ValidationError
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from refcore_http.auth import credential_of, principal_of
@@ -139,7 +140,7 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
         def authenticate() -> Principal | None:
             return None if credential is None else principal_of(context.runtime, endpoint.access, credential)
 
-        def call_as(principal: Principal | None) -> Call:
+        def call_as(principal: Principal | None, unchecked_credential: str | None = None) -> Call:
             if parse_error is not None:
                 raise parse_error
             return Call(
@@ -155,11 +156,18 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
                 capture_batches=context.capture_batches,
                 headers=request.headers,
                 raw_body=raw_body,
+                credential=unchecked_credential,
             )
 
         if endpoint.runs_on_loop:
-            principal = None if credential is None else await context.workers.run(authenticate)
-            reply = await cast(LoopHandler, endpoint.handler)(call_as(principal))
+            loop_handler = cast(LoopHandler, endpoint.handler)
+            if credential is not None and endpoint.authenticates_itself and parse_error is None:
+                reply = await _authenticating_itself(
+                    loop_handler, call_as(None, credential), lambda: context.workers.run(authenticate)
+                )
+            else:
+                principal = None if credential is None else await context.workers.run(authenticate)
+                reply = await loop_handler(call_as(principal))
         else:
             # Authentication first, in the handler's own worker thread (one hop per request).
             handler = cast(Handler, endpoint.handler)
@@ -187,6 +195,24 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
             context.settings.cors_allow_origin, preflight=endpoint.method == "OPTIONS"
         )
     return response
+
+
+async def _authenticating_itself(
+    handler: LoopHandler, call: Call, authenticate: Callable[[], Awaitable[Principal | None]]
+) -> Reply:
+    """Run a handler that authenticates ``call.credential`` itself (``Endpoint.authenticates_itself``).
+
+    Its errors other than authentication's own are answered only once the credential is known
+    to be good: the dispatcher authenticates it then, so that a bad credential is ``401`` (or
+    ``403``) whatever else was wrong with the request, as on every other endpoint. Only a
+    request that fails pays that extra lookup."""
+    try:
+        return await handler(call)
+    except (Unauthenticated, Forbidden):
+        raise
+    except RefcoreError:
+        await authenticate()
+        raise
 
 
 def _specificity(path: str) -> tuple[int, ...]:

@@ -10,8 +10,10 @@ Handlers are plain synchronous functions ``(Call) -> Reply``. The dispatcher run
 thread, because every core service is synchronous (it may wait on a database) and must never block
 the event loop. A handler that is a coroutine function (``async def``) runs on the event loop
 instead, after authentication: it must not block, and reaches the store only through awaitables
-that do their work in worker threads (public capture awaits :mod:`refcore_http.capture_batches`,
-and saves the thread hop of every request that has no key to authenticate).
+that do their work in worker threads (capture awaits :mod:`refcore_http.capture_batches`, and
+saves the thread hop of every request that has no key to authenticate). A loop handler may
+also authenticate the credential itself (``Endpoint.authenticates_itself``): capture hands a
+server capture's key to its batch, which looks it up once for all the captures sending it.
 """
 
 from __future__ import annotations
@@ -166,6 +168,9 @@ class Call:
     headers: Mapping[str, str] = field(factory=dict)
     #: The exact request bytes, for endpoints with ``raw_body`` (signed payloads); else empty.
     raw_body: bytes = b""
+    #: The credential sent, not yet authenticated, for an endpoint that ``authenticates_itself``
+    #: (``principal`` is then ``None``). A secret: never part of a repr.
+    credential: str | None = field(default=None, repr=False)
 
     @property
     def who(self) -> Principal:
@@ -220,6 +225,13 @@ class Endpoint:
     raw_body: bool = False
     #: The media types a ``raw_body`` endpoint documents (an image upload); default JSON.
     raw_media_types: tuple[str, ...] = ()
+    #: A loop handler that authenticates the credential itself, later and together with other
+    #: requests (a server capture's key, with its batch: one lookup a batch instead of a worker
+    #: hop a request). It gets the credential in ``Call.credential`` and must refuse what
+    #: ``access`` refuses. The dispatcher still authenticates first when the request did not
+    #: parse, and before it answers any other error of the handler, so a bad credential is
+    #: ``401`` whatever else is wrong, as on every endpoint.
+    authenticates_itself: bool = False
 
     #: An ``async def`` handler, run on the event loop: decided once, not on every request
     #: (``inspect`` walks the function's flags each time).

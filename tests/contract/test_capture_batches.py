@@ -14,11 +14,17 @@ import pytest
 from attrs import evolve
 
 from refcore.clocks import ManualClock
-from refcore.errors import ConcurrentWrite, NotFound
+from refcore.errors import ConcurrentWrite, Forbidden, NotFound, Unauthenticated
 from refcore.models import Click
-from refcore.services import affiliates, tracking
+from refcore.services import affiliates, tenancy, tracking
 from refcore.services.runtime import Runtime
-from refcore.services.tracking import CaptureRequest, PendingCapture, check_capture, record_captures
+from refcore.services.tracking import (
+    CaptureRequest,
+    Credential,
+    PendingCapture,
+    check_capture,
+    record_captures,
+)
 from tests.contract.scenario import LIVE, TEST, World, build_world, rejected
 
 
@@ -29,7 +35,7 @@ def world(runtime: Runtime, clock: ManualClock) -> World:
 
 def pending(world: World, page: str, *, code: str | None = None, keyed: bool = False) -> PendingCapture:
     request = CaptureRequest(via=code or world.link.code, page=page)
-    return check_capture(request, scope=world.scope(TEST) if keyed else None)
+    return check_capture(request, caller=world.scope(TEST) if keyed else None)
 
 
 def stored_clicks(rt: Runtime) -> dict[str, Click]:
@@ -126,6 +132,76 @@ def test_decisions_3_the_library_capture_is_a_batch_of_one_and_raises_for_an_unk
         tracking.capture(world.rt, CaptureRequest(via="no-such-link"), scope=None)
     click = tracking.capture(world.rt, CaptureRequest(via=world.link.code.upper()), scope=None)
     assert stored_clicks(world.rt) == {click.id: click}
+
+
+def keyed_by(world: World, secret: str, page: str) -> PendingCapture:
+    """A server capture whose key is not yet authenticated (as the HTTP API hands it over)."""
+    return check_capture(CaptureRequest(via=world.link.code, page=page), caller=Credential(secret))
+
+
+def test_decisions_1_a_server_captures_key_is_authenticated_with_its_batch_and_sets_app_and_mode(
+    world: World,
+) -> None:
+    test_key = tenancy.create_api_key(world.rt, world.session, world.app.id, "app", "test").secret
+    live_key = tenancy.create_api_key(world.rt, world.session, world.app.id, "managed_revenue", "live")
+    captures = [
+        keyed_by(world, test_key, "https://app.example.com/a"),
+        keyed_by(world, live_key.secret, "https://app.example.com/b"),
+        keyed_by(world, test_key, "https://app.example.com/c"),
+    ]
+
+    outcomes = record_captures(world.rt, captures)
+
+    assert all(isinstance(outcome, Click) for outcome in outcomes)
+    assert [(c.app_id, c.mode, c.page) for c in outcomes if isinstance(c, Click)] == [
+        (world.app.id, TEST, "https://app.example.com/a"),
+        (world.app.id, LIVE, "https://app.example.com/b"),
+        (world.app.id, TEST, "https://app.example.com/c"),
+    ]
+    assert set(stored_clicks(world.rt)) == {c.id for c in outcomes if isinstance(c, Click)}
+
+
+def test_decisions_1_an_unknown_or_revoked_key_fails_its_own_captures_only(world: World) -> None:
+    revoked = tenancy.create_api_key(world.rt, world.session, world.app.id, "app", "live")
+    tenancy.revoke_api_key(world.rt, world.session, revoked.key.id)
+    captures = [
+        keyed_by(world, "key_app_forged", "https://app.example.com/forged"),
+        pending(world, "https://app.example.com/public"),
+        keyed_by(world, revoked.secret, "https://app.example.com/revoked"),
+        keyed_by(world, "key_app_forged", "https://app.example.com/forged-again"),
+    ]
+
+    forged, public, gone, forged_again = record_captures(world.rt, captures)
+
+    for outcome in (forged, gone, forged_again):
+        assert isinstance(outcome, Unauthenticated) and outcome.code == "unauthenticated"
+    assert forged is not forged_again  # each capture raises an error of its own
+    assert isinstance(public, Click)
+    assert set(stored_clicks(world.rt)) == {public.id}
+
+
+def test_decisions_1_a_credential_that_is_not_an_app_key_may_not_capture(world: World) -> None:
+    _user, session_token = tenancy.create_session(world.rt, "someone@example.com")
+    affiliate_key = world.rt.transaction(
+        lambda tx: tenancy.issue_affiliate_key(tx, world.app.id, world.affiliate.id)
+    ).secret
+
+    outcomes = record_captures(
+        world.rt,
+        [
+            keyed_by(world, session_token, "https://app.example.com/session"),
+            keyed_by(world, affiliate_key, "https://app.example.com/affiliate"),
+        ],
+    )
+
+    assert all(isinstance(outcome, Forbidden) and outcome.code == "forbidden" for outcome in outcomes)
+    assert stored_clicks(world.rt) == {}
+
+
+def test_decisions_1_a_server_captures_credential_never_shows_in_a_repr(world: World) -> None:
+    capture = keyed_by(world, "key_app_very_secret_value", "https://app.example.com/")
+    assert "very_secret" not in repr(capture)
+    assert "very_secret" not in repr(capture.caller)
 
 
 def test_decisions_3_an_empty_batch_records_nothing(world: World) -> None:

@@ -138,3 +138,64 @@ def test_a_server_captures_ipv6_visitor_ip_is_kept_in_its_usual_form(
     expect(client.post("/v1/capture", tenant.live_key, body), 201)
     (stored,) = _clicks(runtime)
     assert stored.visitor_ip == "2001:db8::1"  # type: ignore[attr-defined]
+
+
+# -- a server capture's key is authenticated with its batch; the answers stay those of the pipeline
+
+
+def test_a_server_capture_with_a_bad_key_is_401_whatever_else_is_wrong(
+    client: Client, runtime: Runtime, tenant: Tenant
+) -> None:
+    """Interface 5 and decisions 11: the credential is checked first. The key of a server
+    capture is looked up with its batch, after the body was checked, so a request that fails
+    for another reason has its credential checked before that answer goes out."""
+    forged = "key_app_forged"
+    expect(client.post("/v1/capture", forged, {"via": tenant.link_code}), 401, "unauthenticated")
+    expect(client.post("/v1/capture", forged, {"page": "https://shop.example/"}), 401, "unauthenticated")
+    expect(client.post("/v1/capture", forged, {"via": ""}), 401, "unauthenticated")
+    expect(client.post("/v1/capture", forged, {"via": "no-such-link"}), 401, "unauthenticated")
+    bad_ip = {"via": tenant.link_code, "visitor_ip": "not-an-ip"}
+    expect(client.post("/v1/capture", forged, bad_ip), 401, "unauthenticated")
+    response = client.post(
+        "/v1/capture", forged, content=b"{not json", headers={"Content-Type": "application/json"}
+    )
+    expect(response, 401, "unauthenticated")
+    assert _clicks(runtime) == []
+
+
+def test_a_server_capture_with_a_credential_that_is_no_app_key_is_403_whatever_else_is_wrong(
+    client: Client, runtime: Runtime, tenant: Tenant
+) -> None:
+    expect(client.post("/v1/capture", tenant.session, {"via": tenant.link_code}), 403, "forbidden")
+    expect(client.post("/v1/capture", tenant.session, {"via": ""}), 403, "forbidden")
+    expect(client.post("/v1/capture", tenant.session, {"via": "no-such-link"}), 403, "forbidden")
+    assert _clicks(runtime) == []
+
+
+def test_a_server_capture_with_a_good_key_gets_the_answer_of_what_is_wrong(
+    client: Client, runtime: Runtime, tenant: Tenant
+) -> None:
+    expect(
+        client.post("/v1/capture", tenant.live_key, {"page": "https://shop.example/"}),
+        400,
+        "validation_error",
+    )
+    expect(client.post("/v1/capture", tenant.live_key, {"via": ""}), 400, "validation_error")
+    expect(client.post("/v1/capture", tenant.live_key, {"via": "no-such-link"}), 404, "link_not_found")
+    expect(
+        client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code, "extra": 1}),
+        400,
+        "validation_error",
+    )
+    assert _clicks(runtime) == []
+    click = expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
+    assert click["livemode"] is True
+
+
+def test_a_server_capture_with_a_revoked_key_is_401(client: Client, runtime: Runtime, tenant: Tenant) -> None:
+    keys = expect(client.get("/v1/api-keys", tenant.session, app_id=tenant.app_id), 200)["data"]
+    live = next(key for key in keys if key["mode"] == "live")
+    expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
+    expect(client.delete(f"/v1/api-keys/{live['id']}", tenant.session), 200)
+    expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 401, "unauthenticated")
+    assert len(_clicks(runtime)) == 1

@@ -56,26 +56,28 @@ def create_session(rt: Runtime, email: object) -> tuple[User, str]:
 
 def authenticate(rt: Runtime, credential: str) -> Principal:
     """Resolve a bearer credential to a principal; unknown or revoked ones are ``unauthenticated``."""
+    return rt.read(lambda tx: principal_in(tx, credential))
 
-    def work(tx: Tx) -> Principal:
-        hashed = digest(credential)
-        if credential.startswith("sess_"):
-            session = tx.uow.sessions.find_one({"token_digest": hashed})
-            if session is not None:
-                return Principal(kind=PrincipalKind.SESSION, user_id=session.user_id)
-        elif credential.startswith("key_"):
-            key = tx.uow.api_keys.find_one({"digest": hashed})
-            if key is not None and key.revoked_at is None:
-                return Principal(
-                    kind=_PRINCIPAL_OF_KIND[key.kind],
-                    app_id=key.app_id,
-                    mode=key.mode,
-                    program_affiliate_id=key.program_affiliate_id,
-                    key_id=key.id,
-                )
-        raise Unauthenticated("Invalid or revoked credential")
 
-    return rt.read(work)
+def principal_in(tx: Tx, credential: str) -> Principal:
+    """:func:`authenticate` inside a unit of work the caller already has (captures authenticate
+    their keys with the batch they are written in: :func:`refcore.services.tracking.record_captures`)."""
+    hashed = digest(credential)
+    if credential.startswith("sess_"):
+        session = tx.uow.sessions.find_one({"token_digest": hashed})
+        if session is not None:
+            return Principal(kind=PrincipalKind.SESSION, user_id=session.user_id)
+    elif credential.startswith("key_"):
+        key = tx.uow.api_keys.find_one({"digest": hashed})
+        if key is not None and key.revoked_at is None:
+            return Principal(
+                kind=_PRINCIPAL_OF_KIND[key.kind],
+                app_id=key.app_id,
+                mode=key.mode,
+                program_affiliate_id=key.program_affiliate_id,
+                key_id=key.id,
+            )
+    raise Unauthenticated("Invalid or revoked credential")
 
 
 def _require_session(principal: Principal) -> str:

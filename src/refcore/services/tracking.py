@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
-from refcore.errors import FieldNotAllowed, NotFound, PromotionCodeNotAllowed, ValidationError
+from refcore.errors import FieldNotAllowed, NotFound, PromotionCodeNotAllowed, RefcoreError, ValidationError
 from refcore.models import Click, Customer, EventType, Link, Mode, Program, ProgramAffiliate, Referral
 from refcore.ports.lookups import FieldOf, Found, Lookup
 from refcore.representation import JsonObject, represent
 from refcore.rules.attribution import click_within_window, may_attribute
-from refcore.services.access import check_activity
+from refcore.services.access import activity_scope, check_activity
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Runtime, Tx
+from refcore.services.tenancy import principal_in
 from refcore.validation import optional_email, optional_ip_address, optional_text, require_text
 
 MAX_URL = 2048
@@ -30,37 +31,49 @@ class CaptureRequest:
 
 
 @frozen
+class Credential:
+    """A server capture's bearer credential, not yet authenticated: :func:`record_captures`
+    authenticates it with the rest of its batch. A secret, so never part of a repr."""
+
+    secret: str = field(repr=False)
+
+
+#: Who sent a capture: ``None`` for public browser capture (a Live click on any App's link), the
+#: :class:`Scope` of an authenticated App key (its App's links only, in its mode), or the
+#: :class:`Credential` of a server capture whose key is authenticated when it is recorded.
+Caller = Scope | Credential | None
+
+
+@frozen
 class PendingCapture:
     """A capture that passed validation and waits to be recorded, alone or with others."""
 
     code: str
-    mode: Mode
-    #: The key's App, whose links alone it may capture; ``None`` for public browser capture.
-    app_id: str | None
+    caller: Caller
     page: str | None
     referrer: str | None
     visitor_ip: str | None
     visitor_user_agent: str | None
 
 
-def check_capture(request: CaptureRequest, *, scope: Scope | None) -> PendingCapture:
+def check_capture(request: CaptureRequest, *, caller: Caller) -> PendingCapture:
     """Validate a capture without touching the store (``400`` before anything is written).
 
-    With a key (``scope``) the link must belong to the key's App and the click has the key's mode.
-    Without one (public browser capture) the click is Live and visitor metadata must come from the
-    HTTP request, so the caller passes it in ``request`` only after taking it from the connection.
+    With a key (``caller`` a scope or a credential) the link must belong to the key's App and the
+    click has the key's mode. Without one (public browser capture) the click is Live and visitor
+    metadata must come from the HTTP request, so the caller passes it in ``request`` only after
+    taking it from the connection.
     """
     return PendingCapture(
         code=require_text(request.via, param="via", max_length=64).lower(),
-        mode=Mode.LIVE if scope is None else scope.mode,
-        app_id=None if scope is None else scope.app_id,
+        caller=caller,
         page=optional_text(request.page, param="page", max_length=MAX_URL),
         referrer=optional_text(request.referrer, param="referrer", max_length=MAX_URL),
         # A server capture's IP is the caller's word, so it is checked; a public capture's comes
         # from the connection (or a trusted proxy's header), and is not parsed again.
         visitor_ip=(
             optional_text(request.visitor_ip, param="visitor_ip", max_length=64)
-            if scope is None
+            if caller is None
             else optional_ip_address(request.visitor_ip, param="visitor_ip")
         ),
         visitor_user_agent=optional_text(
@@ -69,35 +82,50 @@ def check_capture(request: CaptureRequest, *, scope: Scope | None) -> PendingCap
     )
 
 
-def record_captures(rt: Runtime, captures: Sequence[PendingCapture]) -> list[Click | NotFound]:
-    """Record many captures in one unit of work: each one's click, or ``link_not_found`` for it.
+def record_captures(rt: Runtime, captures: Sequence[PendingCapture]) -> list[Click | RefcoreError]:
+    """Record many captures in one unit of work: each one's click, or the error of that one alone
+    (``link_not_found``; for a server capture, ``unauthenticated`` or ``forbidden``).
 
     A click is one row that nothing else reads in the same request, so what costs is everything
-    around that row: the unit of work, the link lookup, the commit. Recording the captures that
-    arrive together in one unit of work pays those once for all of them (each distinct link is
-    read once, the clicks are inserted by one statement), and every capture still gets its own
-    answer only after the commit. An unknown link fails its own capture and nobody else's.
+    around that row: the unit of work, the key's and the link's lookups, the commit. Recording the
+    captures that arrive together in one unit of work pays those once for all of them (each
+    distinct key is authenticated once and each distinct link read once, the clicks are inserted
+    by one statement), and every capture still gets its own answer only after the commit. A
+    server capture's key is looked up in this same unit of work, as every request's is in its
+    own: a revoked key fails the captures of the batches after its revocation committed. A key
+    that fails is looked up again for each capture that sends it, so each gets an error of its own.
     """
 
-    def work(tx: Tx) -> list[Click | NotFound]:
+    def work(tx: Tx) -> list[Click | RefcoreError]:
+        scopes: dict[str, Scope] = {}
         links: dict[str, Link | None] = {}
-        outcomes: list[Click | NotFound] = []
+        outcomes: list[Click | RefcoreError] = []
         clicks: list[Click] = []
         for pending in captures:
+            scope = pending.caller
+            if isinstance(scope, Credential):
+                secret = scope.secret
+                if secret not in scopes:
+                    try:
+                        scopes[secret] = activity_scope(principal_in(tx, secret))
+                    except RefcoreError as error:  # unauthenticated or forbidden: this capture's alone
+                        outcomes.append(error)
+                        continue
+                scope = scopes[secret]
             if pending.code not in links:
                 links[pending.code] = tx.uow.links.find_one({"code": pending.code})
             link = links[pending.code]
             if (
                 link is None
                 or link.deleted_at is not None
-                or (pending.app_id is not None and link.app_id != pending.app_id)
+                or (scope is not None and link.app_id != scope.app_id)
             ):
                 outcomes.append(NotFound.of("link", pending.code))
                 continue
             click = Click(
                 id=tx.new_id("clk"),
                 app_id=link.app_id,
-                mode=pending.mode,
+                mode=Mode.LIVE if scope is None else scope.mode,
                 program_id=link.program_id,
                 program_affiliate_id=link.program_affiliate_id,
                 link_id=link.id,
@@ -117,8 +145,8 @@ def record_captures(rt: Runtime, captures: Sequence[PendingCapture]) -> list[Cli
 
 def capture(rt: Runtime, request: CaptureRequest, *, scope: Scope | None) -> Click:
     """Record a click on a link (see :func:`check_capture`): a batch of one."""
-    (outcome,) = record_captures(rt, [check_capture(request, scope=scope)])
-    if isinstance(outcome, NotFound):
+    (outcome,) = record_captures(rt, [check_capture(request, caller=scope)])
+    if isinstance(outcome, RefcoreError):
         raise outcome
     return outcome
 

@@ -8,7 +8,9 @@ from refcore.representation import represent
 from refcore.services import activity
 from refcore.services.access import activity_scope
 from refcore.services.tracking import (
+    Caller,
     CaptureRequest,
+    Credential,
     IdentifyRequest,
     check_capture,
     identify,
@@ -68,9 +70,11 @@ async def capture_click(call: Call) -> Reply:
     """Public (no key): a Live click, visitor from the connection. With a key: the key's App and mode.
 
     Runs on the event loop: the capture waits there to be recorded with the others arriving at
-    the same time (:mod:`refcore_http.capture_batches`)."""
+    the same time (:mod:`refcore_http.capture_batches`), and a server capture's key is
+    authenticated with that batch (``authenticates_itself``)."""
     body: CaptureBody = call.body
-    if call.principal is None:
+    caller: Caller
+    if call.credential is None and call.principal is None:
         reject_public_visitor_fields(dict.fromkeys(call.sent))
         request = CaptureRequest(
             via=body.via,
@@ -79,7 +83,7 @@ async def capture_click(call: Call) -> Reply:
             visitor_ip=call.visitor.ip,
             visitor_user_agent=call.visitor.user_agent,
         )
-        pending = check_capture(request, scope=None)
+        caller = None
     else:
         request = CaptureRequest(
             via=body.via,
@@ -88,8 +92,8 @@ async def capture_click(call: Call) -> Reply:
             visitor_ip=body.visitor_ip,
             visitor_user_agent=body.visitor_user_agent,
         )
-        pending = check_capture(request, scope=activity_scope(call.principal))
-    click = await call.capture_batches.record(pending)
+        caller = Credential(call.credential) if call.credential is not None else activity_scope(call.who)
+    click = await call.capture_batches.record(check_capture(request, caller=caller))
     return created({"click_id": click.id, "livemode": click.mode.livemode})
 
 
@@ -153,6 +157,7 @@ ROUTES = (
         tags=_TAGS,
         description="Without a key (browsers): a Live click; the visitor's IP and user agent come "
         "from the request, never from the body.",
+        authenticates_itself=True,
     ),
     Endpoint(
         "OPTIONS",
