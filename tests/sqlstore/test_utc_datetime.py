@@ -64,6 +64,26 @@ def test_naive_datetimes_are_refused_and_none_stays_none() -> None:
     assert FAST(None) is None
 
 
+@given(st.lists(instants, min_size=1, max_size=8), st.lists(st.integers(min_value=0, max_value=7), max_size=24))
+def test_a_datetime_written_again_gets_its_own_text_whatever_was_written_between(
+    values: list[datetime], order: list[int]
+) -> None:
+    """The last text is kept for the same datetime object (a unit of work binds its ``now`` to
+    every row): writing values again, in any order and repeated, gives each one its own text."""
+    assert FAST is not None
+    for index in [*order, *range(len(values))]:
+        value = values[index % len(values)]
+        assert FAST(value) == sqlalchemys_text(value)
+
+
+def test_a_naive_datetime_is_refused_right_after_an_aware_one_of_the_same_fields() -> None:
+    assert FAST is not None
+    aware = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert FAST(aware) == "2026-01-01 12:00:00.000000"
+    with pytest.raises(ValueError, match="timezone-aware"):
+        FAST(aware.replace(tzinfo=None))
+
+
 @pytest.mark.parametrize(
     ("stored", "instant"),
     [
