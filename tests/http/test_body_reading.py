@@ -1,0 +1,77 @@
+"""``read_body`` reads a request's ASGI messages itself (not through Starlette's ``stream()``):
+every chunk in order, a disconnect as Starlette reports it, and nothing past the size limit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from starlette.requests import ClientDisconnect, Request
+
+from refcore.errors import BodyTooLarge
+from refcore_http.bodies import read_body
+
+
+class Messages:
+    """A request's ``receive`` channel that hands out ``messages`` and counts what was taken."""
+
+    def __init__(self, messages: Sequence[dict[str, Any]]) -> None:
+        self._messages = list(messages)
+        self.taken = 0
+
+    async def __call__(self) -> dict[str, Any]:
+        message = self._messages[self.taken]
+        self.taken += 1
+        return message
+
+
+def _request(receive: Messages, headers: Sequence[tuple[bytes, bytes]] = ()) -> Request:
+    scope = {"type": "http", "method": "POST", "path": "/v1/capture", "headers": list(headers)}
+    return Request(scope, receive)
+
+
+def _chunks(parts: Sequence[bytes]) -> list[dict[str, Any]]:
+    last = len(parts) - 1
+    return [{"type": "http.request", "body": part, "more_body": i < last} for i, part in enumerate(parts)]
+
+
+@given(st.lists(st.binary(max_size=64), min_size=1, max_size=8))
+def test_a_body_sent_in_chunks_is_read_whole_in_order(parts: list[bytes]) -> None:
+    receive = Messages(_chunks(parts))
+    assert asyncio.run(read_body(_request(receive))) == b"".join(parts)
+    assert receive.taken == len(parts)
+
+
+def test_a_message_without_a_body_key_is_an_empty_last_chunk() -> None:
+    receive = Messages([{"type": "http.request", "body": b"{}", "more_body": True}, {"type": "http.request"}])
+    assert asyncio.run(read_body(_request(receive))) == b"{}"
+
+
+def test_a_client_that_leaves_mid_body_is_a_disconnect_as_starlette_reports_it() -> None:
+    first = {"type": "http.request", "body": b"{", "more_body": True}
+    receive = Messages([first, {"type": "http.disconnect"}])
+    with pytest.raises(ClientDisconnect):
+        asyncio.run(read_body(_request(receive)))
+
+
+def test_a_body_over_the_limit_is_refused_without_reading_further_chunks() -> None:
+    receive = Messages(_chunks([b"x" * 6, b"x" * 6, b"x" * 6, b"x"]))
+    with pytest.raises(BodyTooLarge):
+        asyncio.run(read_body(_request(receive), limit=10))
+    assert receive.taken == 2
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_any_chunk_is_read() -> None:
+    receive = Messages(_chunks([b"x" * 20]))
+    with pytest.raises(BodyTooLarge):
+        asyncio.run(read_body(_request(receive, [(b"content-length", b"20")]), limit=10))
+    assert receive.taken == 0
+
+
+def test_a_body_exactly_at_the_limit_is_read() -> None:
+    receive = Messages(_chunks([b"x" * 4, b"x" * 6]))
+    assert asyncio.run(read_body(_request(receive), limit=10)) == b"x" * 10
