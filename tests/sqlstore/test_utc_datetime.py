@@ -64,7 +64,10 @@ def test_naive_datetimes_are_refused_and_none_stays_none() -> None:
     assert FAST(None) is None
 
 
-@given(st.lists(instants, min_size=1, max_size=8), st.lists(st.integers(min_value=0, max_value=7), max_size=24))
+@given(
+    st.lists(instants, min_size=1, max_size=8),
+    st.lists(st.integers(min_value=0, max_value=7), max_size=24),
+)
 def test_a_datetime_written_again_gets_its_own_text_whatever_was_written_between(
     values: list[datetime], order: list[int]
 ) -> None:
