@@ -74,3 +74,30 @@ def test_decisions_9_prefix_of_values_without_prefix_is_empty() -> None:
     assert prefix_of("nonsense") == ""
     assert prefix_of("com_01abc") == "com"
     assert prefix_of("") == ""
+
+
+def test_decisions_9_ids_made_together_are_increasing_and_follow_and_precede_single_ones() -> None:
+    clock = ManualClock()  # one millisecond throughout: order comes from the generator alone
+    ids = TimeOrderedIds(clock)
+    before = ids.new("clk")
+    batch = ids.new_many("clk", 500)
+    after = ids.new("clk")
+    assert len(batch) == 500 and len(set(batch)) == 500
+    assert [before, *batch, after] == sorted([before, *batch, after])
+    assert all(value.startswith("clk_") and len(value) == len("clk_") + 26 for value in batch)
+
+
+def test_decisions_9_ids_made_together_carry_the_clocks_millisecond() -> None:
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    ids = TimeOrderedIds(clock)
+    clock.advance(timedelta(minutes=5))
+    (value,) = ids.new_many("clk", 1)
+    later = TimeOrderedIds(ManualClock(datetime(2026, 1, 1, 0, 5, 0, 1_000, tzinfo=UTC))).new("clk")
+    earlier = TimeOrderedIds(ManualClock(datetime(2026, 1, 1, 0, 4, 59, 999_000, tzinfo=UTC))).new("clk")
+    assert earlier < value < later
+
+
+def test_decisions_9_ids_made_together_are_random_beyond_the_millisecond() -> None:
+    batches = [TimeOrderedIds(ManualClock()).new_many("clk", 4) for _ in range(2)]
+    assert batches[0] != batches[1]  # same clock, separate generators: only the random part differs
+    assert TimeOrderedIds(ManualClock()).new_many("clk", 0) == []

@@ -104,6 +104,9 @@ class Tx:
     def new_id(self, prefix: str) -> str:
         return self.ids.new(prefix)
 
+    def new_ids(self, prefix: str, count: int) -> list[str]:
+        return self.ids.new_many(prefix, count)
+
     def emit(self, type: EventType, *, app_id: str, livemode: bool, data: dict[str, Any]) -> Event:
         """Write an event to the outbox inside this unit of work (it commits with the change)."""
         event = Event(

@@ -101,7 +101,9 @@ def record_captures(rt: Runtime, captures: Sequence[PendingCapture]) -> list[Cli
         links: dict[str, Link | None] = {}
         outcomes: list[Click | RefcoreError] = []
         clicks: list[Click] = []
-        for pending in captures:
+        # IDs in the captures' order; those of captures that fail are never used.
+        click_ids = tx.new_ids("clk", len(captures))
+        for pending, click_id in zip(captures, click_ids, strict=True):
             scope = pending.caller
             if isinstance(scope, Credential):
                 secret = scope.secret
@@ -123,7 +125,7 @@ def record_captures(rt: Runtime, captures: Sequence[PendingCapture]) -> list[Cli
                 outcomes.append(NotFound.of("link", pending.code))
                 continue
             click = Click(
-                id=tx.new_id("clk"),
+                id=click_id,
                 app_id=link.app_id,
                 mode=Mode.LIVE if scope is None else scope.mode,
                 program_id=link.program_id,
