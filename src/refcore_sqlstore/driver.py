@@ -81,10 +81,13 @@ class DriverStatement:
         positiontup = compiled.positiontup
         self._positional = positiontup is not None
         self._names: tuple[str, ...] = tuple(positiontup) if positiontup is not None else tuple(binds)
+        # Only the binds that carry a value of their own (a page's ``LIMIT``): a column an
+        # ``INSERT`` sets is a required bind, whose placeholder value every call replaces, and
+        # merging eleven placeholders into each row of a batch of clicks cost 0.4 µs a row.
         self._constants: Row = {
             name: bind.effective_value
             for name, bind in binds.items()
-            if bind.value is not None or bind.callable
+            if not bind.required and (bind.value is not None or bind.callable)
         }
         # A name used twice in the statement (positional styles list it twice) is processed once.
         unique_names = dict.fromkeys(self._names)
@@ -100,7 +103,7 @@ class DriverStatement:
 
     def parameters(self, params: Mapping[str, Any]) -> Any:
         """The parameters as the driver takes them: in order, or by name, types processed."""
-        values = {**self._constants, **params}
+        values = {**self._constants, **params} if self._constants else dict(params)
         for name, process in self._bind_processors:
             try:
                 values[name] = process(values[name])
@@ -110,7 +113,11 @@ class DriverStatement:
                 message = f"bind {name!r} could not be processed"
                 raise exc.StatementError(message, self.sql, None, error) from error
         if self._positional:
-            return tuple([values[name] for name in self._names])
+            try:
+                return tuple([values[name] for name in self._names])
+            except KeyError as missing:
+                message = f"no value for bind {missing.args[0]!r}"
+                raise exc.StatementError(message, self.sql, None, missing) from None
         return values
 
     def execute(self, connection: Connection, params: Mapping[str, Any]) -> int:

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Connection, bindparam, select
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
+from sqlalchemy.exc import StatementError
 
 from refcore.clocks import ManualClock
 from refcore.errors import InternalError
@@ -20,7 +22,7 @@ from refcore_sqlstore.driver import DriverStatement, compiled_for
 from refcore_sqlstore.id_lists import in_id_list
 from refcore_sqlstore.repository import SqlRepository
 from refcore_sqlstore.statements import TableStatements, statements_of
-from refcore_sqlstore.tables import commission_entries, events, metadata, payments
+from refcore_sqlstore.tables import clicks, commission_entries, events, metadata, payments
 from refcore_sqlstore.unit_of_work import MODELS, mappers
 from tests.contract.scenario import build_world
 from tests.sqlstore.raw import engine_of, recorded_statements
@@ -227,3 +229,43 @@ def test_a_bind_name_the_paramstyle_would_rename_is_refused() -> None:
     by_odd_name = select(events.c.id).where(events.c.id == bindparam("id%s"))
     with pytest.raises(ValueError, match="need escaping"):
         DriverStatement(by_odd_name, psycopg_dialect.dialect())
+
+
+def _sent(statement: DriverStatement, parameters: Any) -> dict[str, Any]:
+    """The parameters a statement sends, by name, for positional and named paramstyles alike."""
+    if isinstance(parameters, tuple):
+        return dict(zip(statement._names, parameters, strict=True))
+    return dict(parameters)
+
+
+def test_an_insert_takes_its_values_from_the_row_alone(sql_store: SqlStore) -> None:
+    """A column an ``INSERT`` sets is a required bind: its value comes from the row, nothing of
+    the statement's own is merged in, and the caller's row is left as it was."""
+    dialect = engine_of(sql_store).dialect
+    insert = statements_of(clicks, dialect).insert
+    row: dict[str, Any] = {column.name: f"value of {column.name}" for column in clicks.c}
+    row["created_at"] = NOW
+    sent = _sent(insert, insert.parameters(row))
+    assert sent.keys() == row.keys()
+    assert {name: value for name, value in sent.items() if name != "created_at"} == {
+        name: value for name, value in row.items() if name != "created_at"
+    }
+    assert row["created_at"] is NOW  # the type's processor wrote the copy sent, not the row
+
+
+def test_a_row_missing_a_column_is_refused_naming_it_before_the_driver_sees_it() -> None:
+    insert = TableStatements(clicks, sqlite_dialect.dialect()).insert
+    row: dict[str, Any] = {column.name: "x" for column in clicks.c if column.name != "link_id"}
+    row["created_at"] = NOW
+    with pytest.raises(StatementError, match="no value for bind 'link_id'"):
+        insert.parameters(row)
+
+
+def test_a_bind_with_a_value_of_its_own_is_filled_in_and_may_be_overridden(sql_store: SqlStore) -> None:
+    dialect = engine_of(sql_store).dialect
+    query = select(events.c.id).where(events.c.id > bindparam("after")).limit(25)
+    limited = DriverStatement(query, dialect)
+    assert 25 in _sent(limited, limited.parameters({"after": "x"})).values()
+    own = {name: 5 for name in limited._constants}
+    overridden = _sent(limited, limited.parameters({"after": "x", **own}))
+    assert 25 not in overridden.values() and overridden["after"] == "x"
