@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +95,36 @@ def test_migrate_is_idempotent_and_bad_urls_fail_cleanly(
     assert "unsupported database" in err and "pw" not in err
 
 
+@pytest.fixture
+def collector_restored() -> Iterator[None]:
+    """``serve`` tunes this process's garbage collector; the tests after it get it back as it was."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_serve_freezes_start_up_and_collects_the_young_generation_less_often(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[int, tuple[int, ...]]] = []
+    import uvicorn
+
+    def run(app: Any, **options: Any) -> None:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()))
+
+    gc.unfreeze()
+    before = gc.get_threshold()
+    monkeypatch.setattr(uvicorn, "run", run)
+    assert cli.main(["serve", "--database-url", "memory://"]) == 0
+    ((frozen, (young, *older)),) = seen
+    assert frozen > 0
+    assert young == cli.YOUNG_GENERATION_THRESHOLD > before[0]
+    assert tuple(older) == before[1:]  # the older generations keep their thresholds
+
+
+@pytest.mark.usefixtures("collector_restored")
 def test_serve_runs_uvicorn_with_its_settings(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
