@@ -11,7 +11,9 @@ itself (a server capture's key, with its batch: :func:`_authenticating_itself`).
 The query and body are parsed on the loop before that hop; a parse error is held back until
 authentication passed, so the answer stays the one of the pipeline's order (a bad credential is
 ``401`` whatever the body). A ``GET`` authenticates and reads in one read-only unit of work
-(:meth:`~refcore.services.runtime.Runtime.shared_read`) instead of one each.
+(:meth:`~refcore.services.runtime.Runtime.shared_read`) instead of one each; any other request
+authenticates in the unit of work of its write, where the store allows it
+(:meth:`~refcore.services.runtime.Runtime.read_then_write`).
 
 A :class:`~refcore.errors.RefcoreError` becomes its status and envelope; any other exception
 is logged and answered ``500 internal_error`` with no details.
@@ -174,7 +176,10 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
 
             def authenticate_and_handle() -> Reply:
                 if endpoint.method != "GET":
-                    return handler(call_as(authenticate()))
+                    # A write: the credential's lookup leaves with the write's own transaction
+                    # where the store allows it (PostgreSQL).
+                    with context.runtime.read_then_write():
+                        return handler(call_as(authenticate()))
                 # A read: the credential's lookup and the handler's reads share one unit of work.
                 with context.runtime.shared_read():
                     return handler(call_as(authenticate()))

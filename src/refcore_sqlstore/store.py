@@ -82,6 +82,8 @@ class SqlStore:
         return Runtime(
             unit_of_work=self.unit_of_work,
             read_unit_of_work=self.read_unit_of_work,
+            # PostgreSQL begins a transaction with its first statement; SQLite's writers queue.
+            reads_join_writes=self.dialect == "postgresql",
             clock=clock,
             ids=TimeOrderedIds(clock),
             notifier=notifier or NullNotifier(),

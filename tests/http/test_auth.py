@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from attrs import evolve
+
 from refcore.clocks import ManualClock
 from refcore.services.runtime import Runtime
 from refcore_http.app import create_app
@@ -153,3 +155,29 @@ def test_a_keyed_get_authenticates_and_reads_in_one_unit_of_work(
     expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
     assert reads == []
     assert writes == ["open", "end"]
+
+
+def test_a_keyed_write_authenticates_in_its_writes_unit_of_work_where_the_store_allows_it(
+    clock: ManualClock, settings: Settings
+) -> None:
+    """Runtime.read_then_write around every request but a GET: on a store whose reads may join
+    its writes (PostgreSQL; here the memory store told so) the credential's lookup and the
+    write share one unit of work. A refused key or a refused request commits nothing."""
+    runtime, reads, writes = counted(evolve(memory_runtime(clock=clock), reads_join_writes=True))
+    client = Client(create_app(runtime, settings))
+    tenant = new_tenant(client, runtime, "joining")
+    click = expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)["click_id"]
+    reads.clear()
+    writes.clear()
+
+    expect(client.post("/v1/identify", tenant.live_key, {"click_id": click, "email": "a@b.io"}), 201)
+    assert reads == []
+    assert writes == ["open", "end"]
+
+    writes.clear()
+    expect(client.post("/v1/identify", "sk_live_forged", {"click_id": click, "email": "c@d.io"}), 401)
+    expect(client.post("/v1/identify", tenant.live_key, {"click_id": "clk_missing", "email": "e@f.io"}), 404)
+    assert reads == []
+    assert writes == ["open", "end"] * 2
+    customers = expect(client.get("/v1/customers", tenant.live_key), 200)["data"]
+    assert [customer["email"] for customer in customers] == ["a@b.io"]

@@ -9,7 +9,9 @@ deadlocked or collided retried at once tend to meet again (four PostgreSQL serve
 refunds and disputes on six payments saw a request lose five immediate attempts in a row).
 
 :meth:`Runtime.read` runs its work in a read-only unit of work; inside a
-:meth:`Runtime.shared_read` block every read shares one (see there).
+:meth:`Runtime.shared_read` block every read shares one (see there). Inside a
+:meth:`Runtime.read_then_write` block, on a store whose reads may join its writes, the reads
+and the first transaction after them share one unit of work, which the transaction commits.
 """
 
 from __future__ import annotations
@@ -87,6 +89,60 @@ class _SharedRead:
 _SHARED_READ: ContextVar[_SharedRead | None] = ContextVar("refcore_shared_read", default=None)
 
 
+class _SharedWrite:
+    """The unit of work of one :meth:`Runtime.read_then_write` block: opened by its first read,
+    then handed to its first transaction, which commits it. After that transaction, or after a
+    read that failed, the block shares nothing more."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._stack = ExitStack()
+        self._uow: UnitOfWork | None = None
+        #: Reads of the block running now: a read's work may itself read.
+        self._running = 0
+        #: Whether reads may still join: until a transaction took the unit of work, or a read failed.
+        self.open = True
+
+    @contextmanager
+    def reading(self) -> Iterator[UnitOfWork]:
+        if self._uow is None:
+            self._uow = self._stack.enter_context(self.runtime.unit_of_work())
+        self._running += 1
+        try:
+            yield self._uow
+        except BaseException:
+            # As a read of its own would: its unit of work ends with it (a failed statement
+            # leaves a PostgreSQL transaction unusable), and what follows starts afresh.
+            self.open = False
+            raise
+        finally:
+            self._running -= 1
+            if not self.open and not self._running:
+                self.close()
+
+    @contextmanager
+    def writing(self) -> Iterator[UnitOfWork | None]:
+        """The unit of work the block's reads opened, for the transaction to run its work in and
+        commit (``None`` when no read opened one); it ends with the transaction, committed or not."""
+        self.open = False
+        try:
+            yield self._uow
+        except BaseException as error:
+            self._uow = None
+            self._stack.__exit__(type(error), error, error.__traceback__)
+            raise
+        else:
+            self.close()
+
+    def close(self) -> None:
+        self.open = False
+        self._uow = None
+        self._stack.close()
+
+
+_SHARED_WRITE: ContextVar[_SharedWrite | None] = ContextVar("refcore_shared_write", default=None)
+
+
 class NullNotifier:
     def events_committed(self, events: Sequence[Event]) -> None:
         return None
@@ -133,13 +189,18 @@ class Runtime:
     read_unit_of_work: UnitOfWorkFactory | None = None
     #: Called with the retry's number (0 for the first) before running the work again.
     pause: Callable[[int], None] = pause_before_retry
+    #: Whether a read may open the unit of work of the write that follows it
+    #: (:meth:`read_then_write`): on PostgreSQL a transaction costs nothing until its first
+    #: statement, which carries its ``BEGIN``; SQLite's writers take turns for one lock, so a
+    #: read there must not take the turn before it knows there is a write to do.
+    reads_join_writes: bool = False
 
     def transaction(self, work: Callable[[Tx], T]) -> T:
         for attempt in range(_ATTEMPTS):
             if attempt:
                 self.pause(attempt - 1)
             try:
-                with self.unit_of_work() as uow:
+                with self._write_unit_of_work() as uow:
                     tx = Tx(uow=uow, now=self.clock.now(), ids=self.ids)
                     result = work(tx)
                     uow.commit()
@@ -153,9 +214,27 @@ class Runtime:
             return result
         raise Conflict("The request collided with concurrent writes; retry it", code="state_conflict")
 
+    @contextmanager
+    def _write_unit_of_work(self) -> Iterator[UnitOfWork]:
+        """A unit of work of its own, or the one a :meth:`read_then_write` block's reads opened
+        (its first transaction only; a retry after a lost race starts afresh)."""
+        shared = _SHARED_WRITE.get()
+        if shared is not None and shared.runtime is self and shared.open:
+            with shared.writing() as opened:
+                if opened is not None:
+                    yield opened
+                    return
+        with self.unit_of_work() as uow:
+            yield uow
+
     def read(self, work: Callable[[Tx], T]) -> T:
         """A read-only unit of work: nothing is committed. Inside :meth:`shared_read`, the
-        block's unit of work, with a ``now`` of this read's own."""
+        block's unit of work, with a ``now`` of this read's own; inside :meth:`read_then_write`,
+        the unit of work the block's transaction will commit."""
+        shared_write = _SHARED_WRITE.get()
+        if shared_write is not None and shared_write.runtime is self and shared_write.open:
+            with shared_write.reading() as uow:
+                return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
         factory = self.read_unit_of_work or self.unit_of_work
         shared = _SHARED_READ.get()
         if shared is None or shared.runtime is not self:
@@ -184,4 +263,31 @@ class Runtime:
             yield
         finally:
             _SHARED_READ.reset(token)
+            shared.close()
+
+    @contextmanager
+    def read_then_write(self) -> Iterator[None]:
+        """Let the reads of this block (in this thread or task) and the first
+        :meth:`transaction` after them share one unit of work, which the transaction commits,
+        where the store allows it (:attr:`reads_join_writes`); elsewhere the block changes
+        nothing.
+
+        A keyed write reads its credential, then writes: on PostgreSQL the credential's read had
+        a pooled connection's checkout and return and a round trip of its own, about 5 % of a
+        payment's CPU (``bench/history.md``, twenty-first session). In the block the read leaves
+        with the write's ``BEGIN`` instead. Nothing the reads see changes: PostgreSQL reads
+        ``READ COMMITTED``, each statement as of its start, in a transaction as outside one. A
+        block whose reads are not followed by a transaction (the key was refused, the input
+        was wrong) ends its unit of work without committing; a transaction that loses a race
+        runs again in a unit of work of its own.
+        """
+        if not self.reads_join_writes:
+            yield
+            return
+        shared = _SharedWrite(self)
+        token = _SHARED_WRITE.set(shared)
+        try:
+            yield
+        finally:
+            _SHARED_WRITE.reset(token)
             shared.close()
