@@ -196,3 +196,36 @@ def test_a_connection_the_server_closed_while_pooled_is_replaced_at_checkout(sto
 
     assert _driver(store) is not driver
     assert count(store, "users") == 1
+
+
+def test_reads_before_a_write_go_in_its_transaction_in_a_read_then_write_block(store: SqlStore) -> None:
+    """``Runtime.read_then_write`` (a keyed write's credential, then the write): the read
+    carries the transaction's ``BEGIN`` and nothing runs in autocommit; outside a block the read
+    is a unit of work of its own, in autocommit, and the write begins its own transaction."""
+    runtime = store.runtime()
+    assert runtime.reads_join_writes
+
+    def read_then_add(number: int) -> None:
+        assert runtime.read(lambda tx: tx.uow.users.get(f"usr_{number}")) is None
+        runtime.transaction(lambda tx: tx.uow.users.add(user(number)))
+
+    with traced(_driver(store)) as joined, runtime.read_then_write():
+        read_then_add(1)
+    with traced(_driver(store)) as apart:
+        read_then_add(2)
+
+    def first_two_parsed(messages: list[str]) -> list[str]:
+        return [
+            "BEGIN" if "BEGIN" in query else "SELECT" if "SELECT" in query else "other"
+            for query in sent(messages, "Parse")[:2]
+        ]
+
+    def first_status(messages: list[str]) -> str:
+        return next(line for line in messages if "ReadyForQuery" in line).split()[-1]
+
+    assert first_two_parsed(joined) == ["BEGIN", "SELECT"]  # the read carries the BEGIN
+    assert first_status(joined) == "T"  # and leaves the transaction open for the write
+    assert first_two_parsed(apart) == ["SELECT", "BEGIN"]  # its own read, in autocommit
+    assert first_status(apart) == "I"
+    assert round_trips(joined) == round_trips(apart) == 2
+    assert count(store, "users") == 2

@@ -273,9 +273,10 @@ class Runtime:
         nothing.
 
         A keyed write reads its credential, then writes: on PostgreSQL the credential's read had
-        a pooled connection's checkout and return and a round trip of its own, about 5 % of a
-        payment's CPU (``bench/history.md``, twenty-first session). In the block the read leaves
-        with the write's ``BEGIN`` instead. Nothing the reads see changes: PostgreSQL reads
+        a unit of work of its own (a pooled connection's checkout and return, autocommit), 5 %
+        of refcore's instructions for a payment (``bench/history.md``, twenty-first session). In
+        the block the read carries the write's ``BEGIN`` instead, and the write's first
+        statement goes on the same connection. Nothing the reads see changes: PostgreSQL reads
         ``READ COMMITTED``, each statement as of its start, in a transaction as outside one. A
         block whose reads are not followed by a transaction (the key was refused, the input
         was wrong) ends its unit of work without committing; a transaction that loses a race
