@@ -169,3 +169,23 @@ def test_read_then_write_of_one_runtime_leaves_another_runtime_alone(runtime: Ru
     assert other_reads == ["open", "end"]
     assert other_writes == ["open", "end"]
     assert writes == ["open", "end"]
+
+
+def test_read_then_write_a_transaction_inside_a_reads_work_leaves_that_read_its_unit_of_work(
+    runtime: Runtime, request: pytest.FixtureRequest
+) -> None:
+    if request.node.callspec.params["runtime"] == "sqlite":
+        pytest.skip(
+            "SQLite refuses a second write unit of work in one thread, and never joins reads to writes"
+        )
+    rt, _, writes = _joining(runtime)
+    existing = rt.transaction(_add_organization("Existing"))
+    writes.clear()
+
+    def read_that_writes(tx: Tx) -> Organization | None:
+        rt.transaction(_add_organization("From inside a read"))
+        return tx.uow.organizations.get(existing.id)  # the read's unit of work is still open
+
+    with rt.read_then_write():
+        assert rt.read(read_that_writes) == existing
+    assert writes == ["open", "open", "end", "end"]

@@ -120,6 +120,12 @@ class _SharedWrite:
             if not self.open and not self._running:
                 self.close()
 
+    @property
+    def reading_now(self) -> bool:
+        """Whether a read of the block is running: a transaction started inside a read's work
+        must not commit and end the unit of work that read is still using."""
+        return self._running > 0
+
     @contextmanager
     def writing(self) -> Iterator[UnitOfWork | None]:
         """The unit of work the block's reads opened, for the transaction to run its work in and
@@ -219,7 +225,7 @@ class Runtime:
         """A unit of work of its own, or the one a :meth:`read_then_write` block's reads opened
         (its first transaction only; a retry after a lost race starts afresh)."""
         shared = _SHARED_WRITE.get()
-        if shared is not None and shared.runtime is self and shared.open:
+        if shared is not None and shared.runtime is self and shared.open and not shared.reading_now:
             with shared.writing() as opened:
                 if opened is not None:
                     yield opened
