@@ -8,32 +8,14 @@ is committed, what a failure leaves behind, and what a retried transaction does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from attrs import evolve
 
 from refcore.errors import ConcurrentWrite, NotFound
 from refcore.models import Organization
 from refcore.services.runtime import Runtime, Tx
+from tests.contract.organization_work import add_organization, find_organization, missing_organization
 from tests.unit_of_work_log import counted
-
-
-def _add_organization(name: str) -> Callable[[Tx], Organization]:
-    def work(tx: Tx) -> Organization:
-        organization = Organization(id=tx.new_id("org"), name=name, created_at=tx.now)
-        tx.uow.organizations.add(organization)
-        return organization
-
-    return work
-
-
-def _find(organization_id: str) -> Callable[[Tx], Organization | None]:
-    return lambda tx: tx.uow.organizations.get(organization_id)
-
-
-def _missing(tx: Tx) -> None:
-    raise NotFound.of("organization", "org_missing")
 
 
 def _joining(runtime: Runtime) -> tuple[Runtime, list[str], list[str]]:
@@ -52,28 +34,28 @@ def test_read_then_write_the_reads_and_the_first_transaction_share_one_committed
     runtime: Runtime,
 ) -> None:
     rt, reads, writes = _joining(runtime)
-    existing = rt.transaction(_add_organization("Existing"))
+    existing = rt.transaction(add_organization("Existing"))
     writes.clear()
 
     with rt.read_then_write():
         assert writes == []  # nothing is opened before a read needs it
-        assert rt.read(_find(existing.id)) == existing
-        assert rt.read(_find("org_missing")) is None
-        added = rt.transaction(_add_organization("Added"))
+        assert rt.read(find_organization(existing.id)) == existing
+        assert rt.read(find_organization("org_missing")) is None
+        added = rt.transaction(add_organization("Added"))
         assert writes == ["open", "end"]
     assert reads == []
     assert writes == ["open", "end"]
-    assert rt.read(_find(added.id)) == added  # committed
+    assert rt.read(find_organization(added.id)) == added  # committed
 
 
 def test_read_then_write_a_block_without_a_transaction_ends_its_unit_of_work_uncommitted(
     runtime: Runtime,
 ) -> None:
     rt, _, writes = _joining(runtime)
-    existing = rt.transaction(_add_organization("Read only"))
+    existing = rt.transaction(add_organization("Read only"))
     writes.clear()
     with pytest.raises(NotFound), rt.read_then_write():
-        assert rt.read(_find(existing.id)) == existing
+        assert rt.read(find_organization(existing.id)) == existing
         raise NotFound.of("organization", "org_refused")  # the handler refused the request
     assert writes == ["open", "end"]
 
@@ -82,17 +64,17 @@ def test_read_then_write_a_failed_read_ends_the_unit_of_work_and_what_follows_ha
     runtime: Runtime,
 ) -> None:
     rt, reads, writes = _joining(runtime)
-    existing = rt.transaction(_add_organization("Before"))
+    existing = rt.transaction(add_organization("Before"))
     writes.clear()
     with rt.read_then_write():
         with pytest.raises(NotFound):
-            rt.read(_missing)
+            rt.read(missing_organization)
         assert writes == ["open", "end"]
-        assert rt.read(_find(existing.id)) == existing
-        added = rt.transaction(_add_organization("After"))
+        assert rt.read(find_organization(existing.id)) == existing
+        added = rt.transaction(add_organization("After"))
     assert reads == ["open", "end"]
     assert writes == ["open", "end"] * 2
-    assert rt.read(_find(added.id)) == added
+    assert rt.read(find_organization(added.id)) == added
 
 
 def test_read_then_write_a_failed_transaction_commits_nothing_and_the_next_has_its_own(
@@ -102,18 +84,18 @@ def test_read_then_write_a_failed_transaction_commits_nothing_and_the_next_has_i
     kept: list[Organization] = []
 
     def add_then_fail(tx: Tx) -> None:
-        kept.append(_add_organization("Rolled back")(tx))
+        kept.append(add_organization("Rolled back")(tx))
         raise NotFound.of("organization", "org_missing")
 
     writes.clear()
     with rt.read_then_write():
-        rt.read(_find("org_missing"))
+        rt.read(find_organization("org_missing"))
         with pytest.raises(NotFound):
             rt.transaction(add_then_fail)
-        added = rt.transaction(_add_organization("Second"))
+        added = rt.transaction(add_organization("Second"))
     assert writes == ["open", "end"] * 2
-    assert rt.read(_find(kept[0].id)) is None
-    assert rt.read(_find(added.id)) == added
+    assert rt.read(find_organization(kept[0].id)) is None
+    assert rt.read(find_organization(added.id)) == added
 
 
 def test_read_then_write_a_transaction_that_lost_a_race_runs_again_in_a_unit_of_work_of_its_own(
@@ -124,27 +106,27 @@ def test_read_then_write_a_transaction_that_lost_a_race_runs_again_in_a_unit_of_
     attempts: list[Organization] = []
 
     def add_losing_once(tx: Tx) -> Organization:
-        organization = _add_organization(f"Attempt {len(attempts)}")(tx)
+        organization = add_organization(f"Attempt {len(attempts)}")(tx)
         attempts.append(organization)
         if len(attempts) == 1:
             raise ConcurrentWrite("another server won")
         return organization
 
     with rt.read_then_write():
-        rt.read(_find("org_missing"))
+        rt.read(find_organization("org_missing"))
         added = rt.transaction(add_losing_once)
     assert writes == ["open", "end"] * 2
-    assert rt.read(_find(attempts[0].id)) is None
-    assert rt.read(_find(added.id)) == added
+    assert rt.read(find_organization(attempts[0].id)) is None
+    assert rt.read(find_organization(added.id)) == added
 
 
 def test_read_then_write_later_reads_and_transactions_of_the_block_have_their_own(runtime: Runtime) -> None:
     rt, reads, writes = _joining(runtime)
     with rt.read_then_write():
-        first = rt.transaction(_add_organization("First"))  # no read before it: a unit of its own
-        assert rt.read(_find(first.id)) == first
-        second = rt.transaction(_add_organization("Second"))
-        assert rt.read(_find(second.id)) == second
+        first = rt.transaction(add_organization("First"))  # no read before it: a unit of its own
+        assert rt.read(find_organization(first.id)) == first
+        second = rt.transaction(add_organization("Second"))
+        assert rt.read(find_organization(second.id)) == second
     assert writes == ["open", "end"] * 2
     assert reads == ["open", "end"] * 2
 
@@ -152,8 +134,8 @@ def test_read_then_write_later_reads_and_transactions_of_the_block_have_their_ow
 def test_read_then_write_changes_nothing_where_the_store_does_not_allow_it(runtime: Runtime) -> None:
     rt, reads, writes = counted(evolve(runtime, reads_join_writes=False))
     with rt.read_then_write():
-        rt.read(_find("org_missing"))
-        rt.transaction(_add_organization("Apart"))
+        rt.read(find_organization("org_missing"))
+        rt.transaction(add_organization("Apart"))
     assert reads == ["open", "end"]
     assert writes == ["open", "end"]
 
@@ -162,10 +144,10 @@ def test_read_then_write_of_one_runtime_leaves_another_runtime_alone(runtime: Ru
     rt, _, writes = _joining(runtime)
     other, other_reads, other_writes = _joining(runtime)
     with rt.read_then_write():
-        other.read(_find("org_missing"))
-        other.transaction(_add_organization("Other"))
-        rt.read(_find("org_missing"))
-        rt.transaction(_add_organization("Own"))
+        other.read(find_organization("org_missing"))
+        other.transaction(add_organization("Other"))
+        rt.read(find_organization("org_missing"))
+        rt.transaction(add_organization("Own"))
     assert other_reads == ["open", "end"]
     assert other_writes == ["open", "end"]
     assert writes == ["open", "end"]
@@ -179,11 +161,11 @@ def test_read_then_write_a_transaction_inside_a_reads_work_leaves_that_read_its_
             "SQLite refuses a second write unit of work in one thread, and never joins reads to writes"
         )
     rt, _, writes = _joining(runtime)
-    existing = rt.transaction(_add_organization("Existing"))
+    existing = rt.transaction(add_organization("Existing"))
     writes.clear()
 
     def read_that_writes(tx: Tx) -> Organization | None:
-        rt.transaction(_add_organization("From inside a read"))
+        rt.transaction(add_organization("From inside a read"))
         return tx.uow.organizations.get(existing.id)  # the read's unit of work is still open
 
     with rt.read_then_write():

@@ -6,7 +6,6 @@ connection's checkout, ``BEGIN`` and end (and PostgreSQL's liveness round trip) 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -15,42 +14,26 @@ from refcore.clocks import ManualClock
 from refcore.errors import NotFound
 from refcore.models import Organization
 from refcore.services.runtime import Runtime, Tx
+from tests.contract.organization_work import add_organization, find_organization, missing_organization
 from tests.unit_of_work_log import counted
-
-
-def _add_organization(name: str) -> Callable[[Tx], Organization]:
-    def work(tx: Tx) -> Organization:
-        organization = Organization(id=tx.new_id("org"), name=name, created_at=tx.now)
-        tx.uow.organizations.add(organization)
-        return organization
-
-    return work
-
-
-def _find(organization_id: str) -> Callable[[Tx], Organization | None]:
-    return lambda tx: tx.uow.organizations.get(organization_id)
-
-
-def _missing(tx: Tx) -> None:
-    raise NotFound.of("organization", "org_missing")
 
 
 def test_shared_read_the_reads_of_a_block_share_one_unit_of_work_opened_by_the_first(
     runtime: Runtime,
 ) -> None:
     rt, reads, _ = counted(runtime)
-    organization = rt.transaction(_add_organization("Shared"))
+    organization = rt.transaction(add_organization("Shared"))
 
     with rt.shared_read():
         assert reads == []  # nothing is opened before a read needs it
-        assert rt.read(_find(organization.id)) == organization
-        assert rt.read(_find(organization.id)) == organization
-        assert rt.read(_find("org_missing")) is None
+        assert rt.read(find_organization(organization.id)) == organization
+        assert rt.read(find_organization(organization.id)) == organization
+        assert rt.read(find_organization("org_missing")) is None
         assert reads == ["open"]
     assert reads == ["open", "end"]
 
-    rt.read(_find(organization.id))
-    rt.read(_find(organization.id))
+    rt.read(find_organization(organization.id))
+    rt.read(find_organization(organization.id))
     assert reads == ["open", "end"] + ["open", "end"] * 2  # outside a block, one each
 
 
@@ -68,13 +51,13 @@ def test_shared_read_a_failed_read_ends_the_unit_of_work_and_the_next_read_opens
     runtime: Runtime,
 ) -> None:
     rt, reads, _ = counted(runtime)
-    organization = rt.transaction(_add_organization("After a failure"))
+    organization = rt.transaction(add_organization("After a failure"))
 
     with rt.shared_read():
         with pytest.raises(NotFound):
-            rt.read(_missing)
+            rt.read(missing_organization)
         assert reads == ["open", "end"]
-        assert rt.read(_find(organization.id)) == organization
+        assert rt.read(find_organization(organization.id)) == organization
     assert reads == ["open", "end", "open", "end"]
 
 
@@ -82,24 +65,24 @@ def test_shared_read_a_write_in_the_block_has_its_own_unit_of_work_and_later_rea
     runtime: Runtime,
 ) -> None:
     rt, reads, writes = counted(runtime)
-    first = rt.transaction(_add_organization("Before"))
+    first = rt.transaction(add_organization("Before"))
     with rt.shared_read():
-        assert rt.read(_find(first.id)) == first
-        second = rt.transaction(_add_organization("Inside"))
+        assert rt.read(find_organization(first.id)) == first
+        second = rt.transaction(add_organization("Inside"))
         assert writes == ["open", "end"] * 2
         # The first read's snapshot (SQLite) must not hide the write: a new unit of work.
-        assert rt.read(_find(second.id)) == second
+        assert rt.read(find_organization(second.id)) == second
     assert reads == ["open", "end", "open", "end"]
 
 
 def test_shared_read_of_one_runtime_leaves_the_reads_of_another_runtime_alone(runtime: Runtime) -> None:
     rt, reads, _ = counted(runtime)
     other, other_reads, _ = counted(runtime)
-    organization = rt.transaction(_add_organization("Two runtimes"))
+    organization = rt.transaction(add_organization("Two runtimes"))
     with rt.shared_read():
-        other.read(_find(organization.id))
-        other.read(_find(organization.id))
-        rt.read(_find(organization.id))
+        other.read(find_organization(organization.id))
+        other.read(find_organization(organization.id))
+        rt.read(find_organization(organization.id))
     assert other_reads == ["open", "end", "open", "end"]
     assert reads == ["open", "end"]
 
@@ -110,17 +93,17 @@ def test_shared_read_a_read_inside_a_read_that_fails_leaves_the_outer_reads_unit
     """A read's work may read again; the inner read's failure must not end the unit of work the
     outer read is still using. It ends once the outer read is done."""
     rt, reads, _ = counted(runtime)
-    organization = rt.transaction(_add_organization("Nested"))
+    organization = rt.transaction(add_organization("Nested"))
 
     def outer(tx: Tx) -> Organization | None:
         with pytest.raises(NotFound):
-            rt.read(_missing)
+            rt.read(missing_organization)
         return tx.uow.organizations.get(organization.id)  # the outer read goes on
 
     with rt.shared_read():
         assert rt.read(outer) == organization
         assert reads == ["open", "end"]
-        assert rt.read(_find(organization.id)) == organization
+        assert rt.read(find_organization(organization.id)) == organization
     assert reads == ["open", "end", "open", "end"]
 
 
@@ -128,10 +111,10 @@ def test_shared_read_a_write_inside_a_read_ends_the_unit_of_work_only_after_that
     runtime: Runtime,
 ) -> None:
     rt, reads, _ = counted(runtime)
-    first = rt.transaction(_add_organization("Outer"))
+    first = rt.transaction(add_organization("Outer"))
 
     def outer(tx: Tx) -> Organization | None:
-        rt.transaction(_add_organization("Inner"))
+        rt.transaction(add_organization("Inner"))
         return tx.uow.organizations.get(first.id)
 
     with rt.shared_read():

@@ -89,36 +89,15 @@ class _SharedRead:
 _SHARED_READ: ContextVar[_SharedRead | None] = ContextVar("refcore_shared_read", default=None)
 
 
-class _SharedWrite:
-    """The unit of work of one :meth:`Runtime.read_then_write` block: opened by its first read,
-    then handed to its first transaction, which commits it. After that transaction, or after a
-    read that failed, the block shares nothing more."""
+class _SharedWrite(_SharedRead):
+    """The unit of work of one :meth:`Runtime.read_then_write` block: opened by its first read
+    (a write unit of work), then handed to its first transaction, which commits it. Once that
+    transaction ran, or a read failed, the block shares nothing more."""
 
     def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self._stack = ExitStack()
-        self._uow: UnitOfWork | None = None
-        #: Reads of the block running now: a read's work may itself read.
-        self._running = 0
-        #: Whether reads may still join: until a transaction took the unit of work, or a read failed.
+        super().__init__(runtime)
+        #: Whether reads and a transaction may still join the unit of work.
         self.open = True
-
-    @contextmanager
-    def reading(self) -> Iterator[UnitOfWork]:
-        if self._uow is None:
-            self._uow = self._stack.enter_context(self.runtime.unit_of_work())
-        self._running += 1
-        try:
-            yield self._uow
-        except BaseException:
-            # As a read of its own would: its unit of work ends with it (a failed statement
-            # leaves a PostgreSQL transaction unusable), and what follows starts afresh.
-            self.open = False
-            raise
-        finally:
-            self._running -= 1
-            if not self.open and not self._running:
-                self.close()
 
     @property
     def reading_now(self) -> bool:
@@ -142,11 +121,23 @@ class _SharedWrite:
 
     def close(self) -> None:
         self.open = False
-        self._uow = None
-        self._stack.close()
+        super().close()
 
 
 _SHARED_WRITE: ContextVar[_SharedWrite | None] = ContextVar("refcore_shared_write", default=None)
+
+_Shared = TypeVar("_Shared", bound=_SharedRead)
+
+
+@contextmanager
+def _sharing(current: ContextVar[_Shared | None], shared: _Shared) -> Iterator[None]:
+    """``shared`` for the block's reads (in this thread or task), ended with the block."""
+    token = current.set(shared)
+    try:
+        yield
+    finally:
+        current.reset(token)
+        shared.close()
 
 
 class NullNotifier:
@@ -239,7 +230,7 @@ class Runtime:
         the unit of work the block's transaction will commit."""
         shared_write = _SHARED_WRITE.get()
         if shared_write is not None and shared_write.runtime is self and shared_write.open:
-            with shared_write.reading() as uow:
+            with shared_write.reading(self.unit_of_work) as uow:
                 return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
         factory = self.read_unit_of_work or self.unit_of_work
         shared = _SHARED_READ.get()
@@ -263,13 +254,8 @@ class Runtime:
         and a write committed inside the block ends the shared unit of work, so that the reads
         after it see it.
         """
-        shared = _SharedRead(self)
-        token = _SHARED_READ.set(shared)
-        try:
+        with _sharing(_SHARED_READ, _SharedRead(self)):
             yield
-        finally:
-            _SHARED_READ.reset(token)
-            shared.close()
 
     @contextmanager
     def read_then_write(self) -> Iterator[None]:
@@ -291,10 +277,5 @@ class Runtime:
         if not self.reads_join_writes:
             yield
             return
-        shared = _SharedWrite(self)
-        token = _SHARED_WRITE.set(shared)
-        try:
+        with _sharing(_SHARED_WRITE, _SharedWrite(self)):
             yield
-        finally:
-            _SHARED_WRITE.reset(token)
-            shared.close()
