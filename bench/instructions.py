@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import secrets
@@ -36,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import httpx
@@ -244,7 +245,26 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all, and the ceiling)")
     parser.add_argument("--json", help="where to save the counts (default bench/results/instructions.json)")
     parser.add_argument("--compare", help="an earlier counts JSON: adds a before → after column")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the work directory: each scenario's callgrind dump, for callgrind_annotate",
+    )
     return parser.parse_args(argv)
+
+
+@contextlib.contextmanager
+def _work_directory(*, keep: bool) -> Iterator[Path]:
+    """Where the servers' logs and callgrind dumps go: removed afterwards unless ``keep``."""
+    if not keep:
+        with tempfile.TemporaryDirectory(prefix="refcore-instructions-", dir="/var/tmp") as tmp:
+            yield Path(tmp)
+        return
+    kept = Path(tempfile.mkdtemp(prefix="refcore-instructions-", dir="/var/tmp"))
+    try:
+        yield kept
+    finally:
+        print(f"work directory kept: {kept} (a scenario's dump is the nth .callgrind.* file)", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -254,8 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     keys = [k for k in (args.scenarios or "").split(",") if k] or ["ceiling", *(s.key for s in SCENARIOS)]
     counts: list[Count] = []
-    with tempfile.TemporaryDirectory(prefix="refcore-instructions-", dir="/var/tmp") as tmp:
-        work_dir = Path(tmp)
+    with _work_directory(keep=args.keep) as work_dir:
         if "ceiling" in keys:
             print("ceiling under callgrind", flush=True)
             with ceiling_counted(work_dir) as server:

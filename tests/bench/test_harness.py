@@ -159,6 +159,21 @@ def test_instruction_counts_read_the_totals_line_of_a_callgrind_dump(tmp_path: P
         callgrind_totals(tmp_path / "empty")
 
 
+def test_instruction_counts_keep_their_dumps_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.instructions import _work_directory
+
+    with _work_directory(keep=False) as removed:
+        (removed / "refcore-sqlite.callgrind.1").write_text("totals: 1\n")
+    assert not removed.exists()
+    with _work_directory(keep=True) as kept:
+        (kept / "refcore-sqlite.callgrind.1").write_text("totals: 1\n")
+    try:
+        assert (kept / "refcore-sqlite.callgrind.1").read_text() == "totals: 1\n"
+        assert str(kept) in capsys.readouterr().out
+    finally:
+        shutil.rmtree(kept)
+
+
 def test_postgresql_reads_that_follow_writes_are_the_ones_run_after_a_vacuum() -> None:
     every = [
         "public_capture",
