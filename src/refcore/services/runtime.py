@@ -81,9 +81,17 @@ class _SharedRead:
 
     def close(self) -> None:
         """End the shared unit of work (nothing was committed); the next read opens another."""
+        self._end(None)
+
+    def _end(self, error: BaseException | None) -> None:
+        """End the shared unit of work, telling it what failed in it, if anything: the SQL store
+        then lets that failure through rather than an error of the connection's release."""
         self._uow = None
         self._ending = False
-        self._stack.close()
+        if error is None:
+            self._stack.close()
+        else:
+            self._stack.__exit__(type(error), error, error.__traceback__)
 
 
 _SHARED_READ: ContextVar[_SharedRead | None] = ContextVar("refcore_shared_read", default=None)
@@ -113,8 +121,7 @@ class _SharedWrite(_SharedRead):
         try:
             yield self._uow
         except BaseException as error:
-            self._uow = None
-            self._stack.__exit__(type(error), error, error.__traceback__)
+            self._end(error)
             raise
         else:
             self.close()
