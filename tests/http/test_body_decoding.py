@@ -1,6 +1,7 @@
-"""``decode_object`` reads a body as ``json.loads`` does (it keeps one decoder instead of building
-one per call): the same values, the same encodings, the same refusals; except text no database
-can keep (a NUL character, an unpaired surrogate), which it refuses (``text_safety``)."""
+"""``decode_object`` reads a body as ``json.loads`` does (an object of plain values through orjson,
+anything else through one decoder kept instead of one built per call): the same values, the same
+encodings, the same refusals; except text no database can keep (a NUL character, an unpaired
+surrogate), which it refuses (``text_safety``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from refcore.errors import InvalidJson, ValidationError
-from refcore_http.bodies import decode_object
+from refcore_http.bodies import _plain_object, decode_object
 
 JSON_TYPE = "application/json"
 
@@ -75,3 +76,67 @@ def test_a_lone_surrogate_escape_is_refused_and_a_pair_reads_as_its_character() 
     assert decode_object(b'{"name": "\\ud83d\\ude00"}', JSON_TYPE) == {"name": "\U0001f600"}
     with pytest.raises(InvalidJson):
         decode_object(b'{"name": "\xed\xa0\x80"}', JSON_TYPE)  # the surrogate as UTF-8 bytes
+
+
+@pytest.mark.parametrize("number", [2**64, 2**64 - 1, -(2**63) - 1, 2**200, -(2**200)])
+def test_an_integer_beyond_64_bits_keeps_its_exact_value(number: int) -> None:
+    """orjson would read it as a float; the core must see the integer to name it out of range."""
+    value = decode_object(f'{{"amount": {number}}}'.encode(), JSON_TYPE)
+    assert value == {"amount": number}
+    assert type(value["amount"]) is int
+
+
+@pytest.mark.parametrize(
+    ("raw", "param"),
+    [
+        (b'{"page": "a\\u0000b"}', "page"),
+        (b'{"\\u0000": "x"}', "\x00"),
+        (b'{"via": "ok", "page": "\\ud800"}', "page"),
+    ],
+    ids=["NUL in a value", "NUL in a key", "lone surrogate"],
+)
+def test_a_flat_object_is_checked_for_escaped_text_no_store_keeps(raw: bytes, param: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        decode_object(raw, JSON_TYPE)
+    assert refused.value.param == param
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"via": "code", "page": "https://shop.example/", "n": 1, "ok": true, "none": null}',
+        b'{"amount": 18446744073709551615}',
+        b" {} ",
+    ],
+)
+def test_an_object_of_plain_values_is_read_by_orjson(raw: bytes) -> None:
+    assert _plain_object(raw) == json.loads(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"amount": 2900.0}',
+        b'{"amount": 18446744073709551616}',
+        b'{"commission": {"type": "flat"}}',
+        b'{"links": []}',
+        b'["not", "an", "object"]',
+        '{"a": "é"}'.encode("utf-16"),
+        b'\xef\xbb\xbf{"a": 1}',
+        b'{"a": "\\ud800"}',
+        b"",
+    ],
+    ids=[
+        "float",
+        "beyond 64 bits",
+        "nested object",
+        "list",
+        "array",
+        "UTF-16",
+        "BOM",
+        "lone surrogate",
+        "empty",
+    ],
+)
+def test_anything_else_is_left_to_the_exact_reading(raw: bytes) -> None:
+    assert _plain_object(raw) is None
