@@ -53,6 +53,10 @@ from refcore_http.workers import WorkerThreads
 
 _WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
 _NO_QUERY = QueryParams()
+#: The body's fields when it has none. Not ``frozenset[str]()`` in each request: calling the
+#: alias costs 0.3 µs against 0.03, as it tries to set ``__orig_class__`` on the frozenset and
+#: swallows the ``AttributeError``.
+_NOTHING_SENT: frozenset[str] = frozenset()
 
 
 @frozen
@@ -69,17 +73,17 @@ class Context:
 
 async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> tuple[Any, frozenset[str]]:
     if endpoint.method in _WITHOUT_BODY:
-        return None, frozenset()
+        return None, _NOTHING_SENT
     raw = await read_body(request, limit=settings.max_body_bytes)
     content_type = header(request, b"content-type")
     if endpoint.body is None:
         # Action routes take no payload: an empty body or ``{}`` (decisions 11).
         if not raw.strip():
-            return None, frozenset()
+            return None, _NOTHING_SENT
         extra = sorted(decode_object(raw, content_type))
         if extra:
             raise ValidationError(f"Unknown field {extra[0]}; this endpoint takes no payload", param=extra[0])
-        return None, frozenset()
+        return None, _NOTHING_SENT
     parsed = structure(decode_object(raw, content_type), endpoint.body)
     return parsed.value, parsed.sent
 
@@ -119,15 +123,17 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
         query: Any = None
         raw_body = b""
         body: Any = None
-        sent = frozenset[str]()
+        sent = _NOTHING_SENT
         try:
             for name, value in request.path_params.items():
                 check_text(value, name)  # ``%00`` in a path: refused before any store sees it
             # Most requests carry no query: Starlette would still parse the empty one into a
-            # new QueryParams (2 µs of a capture's 150).
-            query = parse_query(
-                request.query_params if request.scope.get("query_string") else _NO_QUERY, endpoint.query
-            )
+            # new QueryParams (2 µs of a capture's 150), and an endpoint that declares no
+            # parameter has nothing to check in an empty one.
+            if request.scope.get("query_string"):
+                query = parse_query(request.query_params, endpoint.query)
+            else:
+                query = parse_query(_NO_QUERY, endpoint.query) if endpoint.query else {}
             if endpoint.raw_body:
                 raw_body = await read_body(request, limit=context.settings.max_body_bytes)
             else:
