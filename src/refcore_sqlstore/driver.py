@@ -28,6 +28,7 @@ On PostgreSQL every statement of a connection runs on the one cursor it keeps
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -56,6 +57,7 @@ class DriverStatement:
         "_bind_processors",
         "_column_types",
         "_constants",
+        "_in_order",
         "_names",
         "_positional",
         "_result",
@@ -81,6 +83,7 @@ class DriverStatement:
         positiontup = compiled.positiontup
         self._positional = positiontup is not None
         self._names: tuple[str, ...] = tuple(positiontup) if positiontup is not None else tuple(binds)
+        self._in_order = _getter_of(self._names)
         # Only the binds that carry a value of their own (a page's ``LIMIT``): a column an
         # ``INSERT`` sets is a required bind, whose placeholder value every call replaces, and
         # merging eleven placeholders into each row of a batch of clicks cost 0.4 µs a row.
@@ -114,7 +117,7 @@ class DriverStatement:
                 raise exc.StatementError(message, self.sql, None, error) from error
         if self._positional:
             try:
-                return tuple([values[name] for name in self._names])
+                return self._in_order(values)
             except KeyError as missing:
                 message = f"no value for bind {missing.args[0]!r}"
                 raise exc.StatementError(message, self.sql, None, missing) from None
@@ -215,6 +218,19 @@ def compiled_for(statement: ClauseElement, dialect: Dialect) -> DriverStatement:
         with _GUARD:
             found = _COMPILED.setdefault(dialect, {})[id(statement)] = DriverStatement(statement, dialect)
     return found
+
+
+def _getter_of(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """The values of ``names`` as one tuple, in order: ``operator.itemgetter`` builds it in C, 0.15
+    against 0.45 µs for a list comprehension over a click's eleven columns. A missing name
+    raises ``KeyError`` naming it, as indexing does. (``itemgetter`` of one name returns the
+    value itself, not a tuple of one.)"""
+    if len(names) > 1:
+        return operator.itemgetter(*names)
+    if names:
+        (only,) = names
+        return lambda values: (values[only],)
+    return lambda values: ()
 
 
 def _bind_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor | None:

@@ -253,6 +253,28 @@ def test_an_insert_takes_its_values_from_the_row_alone(sql_store: SqlStore) -> N
     assert row["created_at"] is NOW  # the type's processor wrote the copy sent, not the row
 
 
+@pytest.mark.parametrize(
+    ("query", "params", "expected"),
+    [
+        pytest.param(
+            select(events.c.id).where(events.c.id == bindparam("one")), {"one": "x"}, ("x",), id="one"
+        ),
+        pytest.param(
+            select(events.c.id).where(events.c.id.between(bindparam("low"), bindparam("high"))),
+            {"high": "z", "low": "a"},
+            ("a", "z"),
+            id="two, given out of order",
+        ),
+        pytest.param(select(events.c.id), {}, (), id="none"),
+    ],
+)
+def test_positional_parameters_are_a_tuple_in_the_statements_order_however_many(
+    query: Any, params: dict[str, Any], expected: tuple[Any, ...]
+) -> None:
+    """SQLite's paramstyle is positional: one bind or none is still a tuple, not the bare value."""
+    assert DriverStatement(query, sqlite_dialect.dialect()).parameters(params) == expected
+
+
 def test_a_row_missing_a_column_is_refused_naming_it_before_the_driver_sees_it() -> None:
     insert = TableStatements(clicks, sqlite_dialect.dialect()).insert
     row: dict[str, Any] = {column.name: "x" for column in clicks.c if column.name != "link_id"}
