@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, TypeVar
@@ -235,16 +235,17 @@ class Runtime:
         """A read-only unit of work: nothing is committed. Inside :meth:`shared_read`, the
         block's unit of work, with a ``now`` of this read's own; inside :meth:`read_then_write`,
         the unit of work the block's transaction will commit."""
+        opened: AbstractContextManager[UnitOfWork]
         shared_write = _SHARED_WRITE.get()
-        if shared_write is not None and shared_write.runtime is self and shared_write.open:
-            with shared_write.reading(self.unit_of_work) as uow:
-                return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
-        factory = self.read_unit_of_work or self.unit_of_work
         shared = _SHARED_READ.get()
-        if shared is None or shared.runtime is not self:
-            with factory() as uow:
-                return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
-        with shared.reading(factory) as uow:
+        factory = self.read_unit_of_work or self.unit_of_work
+        if shared_write is not None and shared_write.runtime is self and shared_write.open:
+            opened = shared_write.reading(self.unit_of_work)
+        elif shared is not None and shared.runtime is self:
+            opened = shared.reading(factory)
+        else:
+            opened = factory()
+        with opened as uow:
             return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
 
     @contextmanager
