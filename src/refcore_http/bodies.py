@@ -31,6 +31,8 @@ from refcore_http.text_safety import check_decoded
 T = TypeVar("T")
 
 MAX_BODY_BYTES = 1024 * 1024
+#: Where :func:`read_body` keeps the body it read, in the request's scope.
+_BODY_KEY = "refcore.body"
 
 
 class _Mistyped(TypeError):
@@ -165,7 +167,14 @@ async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
     Reads the ASGI messages itself rather than through ``Request.stream()``: that is an async
     generator, which the event loop's hooks register in a weak set and finalize, about 1.5 µs a
     request of the 2.4 the read took (``bench/history.md``, twenty-first session). A client
-    that goes away mid-body raises Starlette's ``ClientDisconnect``, as ``stream()`` does."""
+    that goes away mid-body raises Starlette's ``ClientDisconnect``, as ``stream()`` does.
+
+    The body read is kept in the request's scope, so a second reading gets the same bytes: an
+    endpoint's shortcut reads it first, and hands the request on to the pipeline when it is
+    not for the shortcut (:mod:`refcore_http.dispatch`)."""
+    kept: bytes | None = request.scope.get(_BODY_KEY)
+    if kept is not None:
+        return kept
     declared = header(request, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(f"The request body exceeds {limit} bytes")
@@ -182,7 +191,8 @@ async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
         if size > limit:
             raise BodyTooLarge(f"The request body exceeds {limit} bytes")
         chunks.append(chunk)
-    return b"".join(chunks)
+    body = request.scope[_BODY_KEY] = b"".join(chunks)
+    return body
 
 
 def _reject_constant(name: str) -> None:

@@ -15,6 +15,11 @@ authentication passed, so the answer stays the one of the pipeline's order (a ba
 authenticates in the unit of work of its write, where the store allows it
 (:meth:`~refcore.services.runtime.Runtime.read_then_write`).
 
+An endpoint may also have a shortcut (``Endpoint.shortcut``: public capture, the busiest
+request there is): a request that sends no credential and no query has its body read and
+decoded, then the shortcut takes it past the other steps, or hands it back to the pipeline,
+which answers it as if there were no shortcut.
+
 A :class:`~refcore.errors.RefcoreError` becomes its status and envelope; any other exception
 is logged and answered ``500 internal_error`` with no details.
 
@@ -41,7 +46,7 @@ from refcore.services.runtime import Runtime
 from refcore_http.auth import credential_of, principal_of
 from refcore_http.bodies import decode_object, read_body, structure
 from refcore_http.capture_batches import CaptureBatches
-from refcore_http.endpoints import Api, Call, Endpoint, Handler, LoopHandler, Reply
+from refcore_http.endpoints import Api, Call, Endpoint, Handler, LoopHandler, Reply, Shortcut
 from refcore_http.errors import internal_error_response, log_unhandled, refcore_error_response
 from refcore_http.json_response import JsonResponse
 from refcore_http.queries import parse_query
@@ -117,81 +122,11 @@ def _cors_headers(allow_origin: str, *, preflight: bool) -> tuple[tuple[bytes, b
 
 
 async def handle(request: Request, endpoint: Endpoint, context: Context) -> Response:
+    """The endpoint's answer to ``request``: its reply, or the error it raised in its envelope."""
     try:
-        credential = credential_of(request, endpoint.access)
-        parse_error: RefcoreError | None = None
-        query: Any = None
-        raw_body = b""
-        body: Any = None
-        sent = _NOTHING_SENT
-        try:
-            for name, value in request.path_params.items():
-                check_text(value, name)  # ``%00`` in a path: refused before any store sees it
-            # Most requests carry no query: Starlette would still parse the empty one into a
-            # new QueryParams (2 µs of a capture's 150), and an endpoint that declares no
-            # parameter has nothing to check in an empty one.
-            if request.scope.get("query_string"):
-                query = parse_query(request.query_params, endpoint.query)
-            else:
-                query = parse_query(_NO_QUERY, endpoint.query) if endpoint.query else {}
-            if endpoint.raw_body:
-                raw_body = await read_body(request, limit=context.settings.max_body_bytes)
-            else:
-                body, sent = await _payload(request, endpoint, context.settings)
-        except RefcoreError as exc:
-            if credential is None:
-                raise
-            parse_error = exc
-        params = dict(request.path_params)
-        visitor = visitor_of(request, context.settings.trusted_proxies)
-
-        def authenticate() -> Principal | None:
-            return None if credential is None else principal_of(context.runtime, endpoint.access, credential)
-
-        def call_as(principal: Principal | None, unchecked_credential: str | None = None) -> Call:
-            if parse_error is not None:
-                raise parse_error
-            return Call(
-                runtime=context.runtime,
-                settings=context.settings,
-                api=context.api,
-                principal=principal,
-                params=params,
-                query=query,
-                body=body,
-                sent=sent,
-                visitor=visitor,
-                capture_batches=context.capture_batches,
-                headers=request.headers,
-                raw_body=raw_body,
-                credential=unchecked_credential,
-            )
-
-        if endpoint.runs_on_loop:
-            loop_handler = cast(LoopHandler, endpoint.handler)
-            if credential is not None and endpoint.authenticates_itself and parse_error is None:
-                reply = await _authenticating_itself(
-                    loop_handler, call_as(None, credential), lambda: context.workers.run(authenticate)
-                )
-            else:
-                principal = None if credential is None else await context.workers.run(authenticate)
-                reply = await loop_handler(call_as(principal))
-        else:
-            # Authentication first, in the handler's own worker thread (one hop per request).
-            handler = cast(Handler, endpoint.handler)
-
-            def authenticate_and_handle() -> Reply:
-                if endpoint.method != "GET":
-                    # A write: the credential's lookup leaves with the write's own transaction
-                    # where the store allows it (PostgreSQL).
-                    with context.runtime.read_then_write():
-                        return handler(call_as(authenticate()))
-                # A read: the credential's lookup and the handler's reads share one unit of work.
-                with context.runtime.shared_read():
-                    return handler(call_as(authenticate()))
-
-            pool = context.read_workers if endpoint.method == "GET" else context.workers
-            reply = await pool.run(authenticate_and_handle)
+        reply = await _shortcut(request, endpoint, context) if endpoint.shortcut is not None else None
+        if reply is None:
+            reply = await _pipeline(request, endpoint, context)
         response = _render(reply)
     except RefcoreError as exc:
         if isinstance(exc, InternalError):
@@ -206,6 +141,104 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
             context.settings.cors_allow_origin, preflight=endpoint.method == "OPTIONS"
         )
     return response
+
+
+async def _shortcut(request: Request, endpoint: Endpoint, context: Context) -> Reply | None:
+    """The reply of ``endpoint.shortcut``, or ``None`` for a request it does not take.
+
+    It sees only requests that send no credential and no query, to an endpoint whose credential
+    is optional: the pipeline would then authenticate nothing and parse nothing before the body,
+    so reading and decoding the body here fails exactly as it would fail there. A request the
+    shortcut hands back goes through the whole pipeline, which reads the same body again from
+    the request's scope (:func:`~refcore_http.bodies.read_body`)."""
+    if (
+        not endpoint.access.optional
+        or request.scope.get("query_string")
+        or header(request, b"authorization") is not None
+    ):
+        return None
+    raw = await read_body(request, limit=context.settings.max_body_bytes)
+    body = decode_object(raw, header(request, b"content-type"))
+    shortcut = cast(Shortcut, endpoint.shortcut)
+    taken = shortcut(body, visitor_of(request, context.settings.trusted_proxies), context.capture_batches)
+    return None if taken is None else await taken
+
+
+async def _pipeline(request: Request, endpoint: Endpoint, context: Context) -> Reply:
+    """Every step of the module docstring's pipeline, up to the handler's reply."""
+    credential = credential_of(request, endpoint.access)
+    parse_error: RefcoreError | None = None
+    query: Any = None
+    raw_body = b""
+    body: Any = None
+    sent = _NOTHING_SENT
+    try:
+        for name, value in request.path_params.items():
+            check_text(value, name)  # ``%00`` in a path: refused before any store sees it
+        # Most requests carry no query: Starlette would still parse the empty one into a
+        # new QueryParams (2 µs of a capture's 150), and an endpoint that declares no
+        # parameter has nothing to check in an empty one.
+        if request.scope.get("query_string"):
+            query = parse_query(request.query_params, endpoint.query)
+        else:
+            query = parse_query(_NO_QUERY, endpoint.query) if endpoint.query else {}
+        if endpoint.raw_body:
+            raw_body = await read_body(request, limit=context.settings.max_body_bytes)
+        else:
+            body, sent = await _payload(request, endpoint, context.settings)
+    except RefcoreError as exc:
+        if credential is None:
+            raise
+        parse_error = exc
+    params = dict(request.path_params)
+    visitor = visitor_of(request, context.settings.trusted_proxies)
+
+    def authenticate() -> Principal | None:
+        return None if credential is None else principal_of(context.runtime, endpoint.access, credential)
+
+    def call_as(principal: Principal | None, unchecked_credential: str | None = None) -> Call:
+        if parse_error is not None:
+            raise parse_error
+        return Call(
+            runtime=context.runtime,
+            settings=context.settings,
+            api=context.api,
+            principal=principal,
+            params=params,
+            query=query,
+            body=body,
+            sent=sent,
+            visitor=visitor,
+            capture_batches=context.capture_batches,
+            headers=request.headers,
+            raw_body=raw_body,
+            credential=unchecked_credential,
+        )
+
+    if endpoint.runs_on_loop:
+        loop_handler = cast(LoopHandler, endpoint.handler)
+        if credential is not None and endpoint.authenticates_itself and parse_error is None:
+            return await _authenticating_itself(
+                loop_handler, call_as(None, credential), lambda: context.workers.run(authenticate)
+            )
+        principal = None if credential is None else await context.workers.run(authenticate)
+        return await loop_handler(call_as(principal))
+
+    # Authentication first, in the handler's own worker thread (one hop per request).
+    handler = cast(Handler, endpoint.handler)
+
+    def authenticate_and_handle() -> Reply:
+        if endpoint.method != "GET":
+            # A write: the credential's lookup leaves with the write's own transaction
+            # where the store allows it (PostgreSQL).
+            with context.runtime.read_then_write():
+                return handler(call_as(authenticate()))
+        # A read: the credential's lookup and the handler's reads share one unit of work.
+        with context.runtime.shared_read():
+            return handler(call_as(authenticate()))
+
+    pool = context.read_workers if endpoint.method == "GET" else context.workers
+    return await pool.run(authenticate_and_handle)
 
 
 async def _authenticating_itself(

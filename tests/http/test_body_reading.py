@@ -75,3 +75,12 @@ def test_a_declared_length_over_the_limit_is_refused_before_any_chunk_is_read() 
 def test_a_body_exactly_at_the_limit_is_read() -> None:
     receive = Messages(_chunks([b"x" * 4, b"x" * 6]))
     assert asyncio.run(read_body(_request(receive), limit=10)) == b"x" * 10
+
+
+def test_a_body_read_again_is_the_same_bytes_without_reading_the_channel_again() -> None:
+    """A shortcut that reads the body and hands the request back leaves it to the pipeline."""
+    receive = Messages(_chunks([b'{"via":', b'"abc"}']))
+    request = _request(receive)
+    first = asyncio.run(read_body(request))
+    assert asyncio.run(read_body(request)) == first == b'{"via":"abc"}'
+    assert receive.taken == 2

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import Any
+
 from attrs import field, frozen
 
 from refcore.representation import represent
@@ -12,10 +15,12 @@ from refcore.services.tracking import (
     CaptureRequest,
     Credential,
     IdentifyRequest,
+    PendingCapture,
     check_capture,
     identify,
     reject_public_visitor_fields,
 )
+from refcore_http.capture_batches import CaptureBatches
 from refcore_http.endpoints import (
     APP_ID,
     APP_KEY,
@@ -28,6 +33,7 @@ from refcore_http.endpoints import (
     Call,
     Endpoint,
     Reply,
+    Visitor,
     created,
     filter_param,
     ok,
@@ -76,13 +82,7 @@ async def capture_click(call: Call) -> Reply:
     caller: Caller
     if call.credential is None and call.principal is None:
         reject_public_visitor_fields(dict.fromkeys(call.sent))
-        request = CaptureRequest(
-            via=body.via,
-            page=body.page,
-            referrer=body.referrer,
-            visitor_ip=call.visitor.ip,
-            visitor_user_agent=call.visitor.user_agent,
-        )
+        request = _public_request(body.via, body.page, body.referrer, call.visitor)
         caller = None
     else:
         request = CaptureRequest(
@@ -93,7 +93,44 @@ async def capture_click(call: Call) -> Reply:
             visitor_user_agent=body.visitor_user_agent,
         )
         caller = Credential(call.credential) if call.credential is not None else activity_scope(call.who)
-    click = await call.capture_batches.record(check_capture(request, caller=caller))
+    return await _recorded(call.capture_batches, check_capture(request, caller=caller))
+
+
+#: What a browser's capture sends; a visitor field or any other is the pipeline's to refuse.
+_BROWSER_FIELDS = frozenset({"via", "page", "referrer"})
+
+
+def browser_capture(
+    body: dict[str, Any], visitor: Visitor, batches: CaptureBatches
+) -> Awaitable[Reply] | None:
+    """A public capture past the pipeline (``Endpoint.shortcut``), for the body every browser
+    sends: ``via``, and ``page`` and ``referrer`` as strings or ``null``. That is exactly what
+    :class:`CaptureBody` structures without changing a value, so what follows is
+    :func:`capture_click`'s public branch. Any other body is ``None``: the pipeline names
+    what is wrong with it."""
+    via = body.get("via")
+    page = body.get("page")
+    referrer = body.get("referrer")
+    if (
+        type(via) is not str
+        or (page is not None and type(page) is not str)
+        or (referrer is not None and type(referrer) is not str)
+        or not body.keys() <= _BROWSER_FIELDS
+    ):
+        return None
+    return _recorded(batches, check_capture(_public_request(via, page, referrer, visitor), caller=None))
+
+
+def _public_request(via: str, page: str | None, referrer: str | None, visitor: Visitor) -> CaptureRequest:
+    """A public capture: the visitor comes from the connection, never from the body."""
+    return CaptureRequest(
+        via=via, page=page, referrer=referrer, visitor_ip=visitor.ip, visitor_user_agent=visitor.user_agent
+    )
+
+
+async def _recorded(batches: CaptureBatches, capture: PendingCapture) -> Reply:
+    """The capture's answer, once its batch is committed."""
+    click = await batches.record(capture)
     return created({"click_id": click.id, "livemode": click.mode.livemode})
 
 
@@ -158,6 +195,7 @@ ROUTES = (
         description="Without a key (browsers): a Live click; the visitor's IP and user agent come "
         "from the request, never from the body.",
         authenticates_itself=True,
+        shortcut=browser_capture,
     ),
     Endpoint(
         "OPTIONS",
