@@ -48,7 +48,9 @@ def visitor_of(request: Request, proxies: Sequence[Network]) -> Visitor:
     client = request.scope.get("client")  # (host, port), as ``Request.client`` reads it
     peer: str | None = client[0] if client else None
     agent = header(request, b"user-agent")
+    # Without a trusted proxy the header is never believed, so it is not even looked up.
+    forwarded_for = header(request, b"x-forwarded-for") if proxies else None
     return Visitor(
-        ip=client_ip(peer, header(request, b"x-forwarded-for"), proxies),
+        ip=client_ip(peer, forwarded_for, proxies),
         user_agent=agent[:MAX_USER_AGENT] if agent else None,
     )
