@@ -146,16 +146,13 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
 async def _shortcut(request: Request, endpoint: Endpoint, context: Context) -> Reply | None:
     """The reply of ``endpoint.shortcut``, or ``None`` for a request it does not take.
 
-    It sees only requests that send no credential and no query, to an endpoint whose credential
-    is optional: the pipeline would then authenticate nothing and parse nothing before the body,
-    so reading and decoding the body here fails exactly as it would fail there. A request the
-    shortcut hands back goes through the whole pipeline, which reads the same body again from
-    the request's scope (:func:`~refcore_http.bodies.read_body`)."""
-    if (
-        not endpoint.access.optional
-        or request.scope.get("query_string")
-        or header(request, b"authorization") is not None
-    ):
+    It sees only requests that send no credential and no query, to a literal path whose
+    credential is optional (``Endpoint`` checks that once): the pipeline would then authenticate
+    nothing and parse nothing before the body, so reading and decoding the body here fails
+    exactly as it would fail there. A request the shortcut hands back goes through the whole
+    pipeline, which reads the same body again from the request's scope
+    (:func:`~refcore_http.bodies.read_body`)."""
+    if request.scope.get("query_string") or header(request, b"authorization") is not None:
         return None
     raw = await read_body(request, limit=context.settings.max_body_bytes)
     body = decode_object(raw, header(request, b"content-type"))

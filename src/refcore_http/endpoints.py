@@ -242,8 +242,9 @@ class Endpoint:
     #: shortcut. It skips the body's structuring and the ``Call`` (about 7 µs of a capture's
     #: 30 on the event loop, ``bench/history.md``), so it must take only bodies that the
     #: endpoint's ``body`` class structures to the same values, and raise only what the
-    #: handler would raise for them. Only for an endpoint whose credential is optional.
-    shortcut: Shortcut | None = None
+    #: handler would raise for them. Only for a literal path with a JSON body whose credential
+    #: is optional (checked here, once): the pipeline then reads nothing before the body.
+    shortcut: Shortcut | None = field(default=None)
 
     #: An ``async def`` handler, run on the event loop: decided once, not on every request
     #: (``inspect`` walks the function's flags each time).
@@ -253,6 +254,16 @@ class Endpoint:
         repr=False,
         default=Factory(lambda self: inspect.iscoroutinefunction(self.handler), takes_self=True),
     )
+
+    @shortcut.validator
+    def _shortcut_fits(self, _: object, shortcut: Shortcut | None) -> None:
+        if shortcut is None:
+            return
+        if not self.access.optional or self.path_params or self.body is None or self.raw_body:
+            raise ValueError(
+                f"{self.method} {self.path}: a shortcut needs an optional credential, "
+                "a literal path and a JSON body"
+            )
 
     @property
     def path_params(self) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from refcore.services.runtime import Runtime
 from refcore_http import app as app_module
 from refcore_http import dispatch
 from refcore_http.app import create_app
+from refcore_http.endpoints import APP_KEY, NO_CONTENT, PUBLIC_OR_APP_KEY, Access, Endpoint
 from refcore_http.routes import tracking
 from refcore_http.settings import Settings
 from tests.http.world import Client, Tenant, expect, new_tenant
@@ -149,3 +150,28 @@ def test_anything_else_is_handed_to_the_pipeline(
 ) -> None:
     response = client.request("POST", "/v1/capture", **request_kw)
     expect(response, 500, "internal_error")
+
+
+@pytest.mark.parametrize(
+    ("path", "access", "body"),
+    [
+        ("/v1/capture", APP_KEY, tracking.CaptureBody),
+        ("/v1/links/:code/capture", PUBLIC_OR_APP_KEY, tracking.CaptureBody),
+        ("/v1/capture", PUBLIC_OR_APP_KEY, None),
+    ],
+    ids=["a credential needed", "a path parameter", "no JSON body"],
+)
+def test_a_shortcut_is_refused_where_the_pipeline_reads_something_before_the_body(
+    path: str, access: Access, body: type | None
+) -> None:
+    with pytest.raises(ValueError, match="a shortcut needs"):
+        Endpoint(
+            "POST",
+            path,
+            "A capture elsewhere",
+            tracking.capture_click,
+            access,
+            NO_CONTENT,
+            body=body,
+            shortcut=tracking.browser_capture,
+        )
