@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from refcore import identifiers
 from refcore.clocks import ManualClock
 from refcore.identifiers import TimeOrderedIds, _encode, prefix_of
 
@@ -101,3 +103,17 @@ def test_decisions_9_ids_made_together_are_random_beyond_the_millisecond() -> No
     batches = [TimeOrderedIds(ManualClock()).new_many("clk", 4) for _ in range(2)]
     assert batches[0] != batches[1]  # same clock, separate generators: only the random part differs
     assert TimeOrderedIds(ManualClock()).new_many("clk", 0) == []
+
+
+def test_decisions_9_ids_made_together_spell_their_values_when_an_increment_reaches_the_millisecond(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch spells its millisecond once; an ID whose increment carried into the millisecond
+    (random parts all ones, so every ID after the first is the one before plus one) spells the next."""
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    millis = int(clock.now().timestamp() * 1000)
+    monkeypatch.setattr(identifiers.secrets, "token_bytes", lambda count: b"\xff" * count)
+    batch = TimeOrderedIds(clock).new_many("clk", 3)
+    first = (millis << 80) | (2**80 - 1)
+    assert batch == [f"clk_{digit_by_digit(first + step)}" for step in range(3)]
+    assert batch[0][:14] != batch[1][:14] == batch[2][:14]  # "clk_" and the millisecond's ten digits
