@@ -60,7 +60,9 @@ class DriverStatement:
         "_in_order",
         "_names",
         "_positional",
+        "_processors_by_position",
         "_result",
+        "_takes_values",
         "sql",
         "statement",
     )
@@ -98,6 +100,15 @@ class DriverStatement:
         self._bind_processors: tuple[tuple[str, Processor], ...] = tuple(
             (name, process) for name, process in bind_processors if process is not None
         )
+        #: The same processors by position, for values already in the statement's order
+        #: (:meth:`send_many_values`); only for a positional statement that names no bind twice.
+        processors = dict(self._bind_processors)
+        self._processors_by_position: tuple[tuple[int, Processor], ...] = tuple(
+            (index, processors[name]) for index, name in enumerate(self._names) if name in processors
+        )
+        self._takes_values = (
+            self._positional and not self._constants and len(unique_names) == len(self._names)
+        )
         selected = getattr(statement, "selected_columns", None)
         self._column_types: tuple[TypeEngine[Any], ...] = tuple(column.type for column in selected or ())
         #: The result's column names and processors (by position), from the first execution's
@@ -111,10 +122,7 @@ class DriverStatement:
             try:
                 values[name] = process(values[name])
             except Exception as error:
-                # As SQLAlchemy reports it (a value its type refuses, such as a naive datetime),
-                # so that ``database_errors`` treats it alike; the value is not in the message.
-                message = f"bind {name!r} could not be processed"
-                raise exc.StatementError(message, self.sql, None, error) from error
+                raise self._unprocessable(name, error) from error
         if self._positional:
             try:
                 return self._in_order(values)
@@ -122,6 +130,11 @@ class DriverStatement:
                 message = f"no value for bind {missing.args[0]!r}"
                 raise exc.StatementError(message, self.sql, None, missing) from None
         return values
+
+    def _unprocessable(self, name: str, error: Exception) -> exc.StatementError:
+        """As SQLAlchemy reports a value its type refuses (a naive datetime, say), so that
+        ``database_errors`` treats it alike; the value is not in the message."""
+        return exc.StatementError(f"bind {name!r} could not be processed", self.sql, None, error)
 
     def execute(self, connection: Connection, params: Mapping[str, Any]) -> int:
         """Run a write; the number of rows it matched."""
@@ -143,6 +156,27 @@ class DriverStatement:
         """:meth:`send` for a write run once per row, in one call to the driver (its
         ``executemany``)."""
         self._send(connection, [self.parameters(row) for row in rows], many=True)
+
+    def send_many_values(
+        self, connection: Connection, columns: tuple[str, ...], rows: Sequence[list[Any]]
+    ) -> None:
+        """:meth:`send_many` for rows given as lists of values in the order of ``columns``.
+
+        When the statement takes exactly those parameters by position, in that order (SQLite's
+        ``INSERT`` of a whole row), each list goes to the driver as it is, its values processed
+        in place: a click's row and parameters cost 1.38 µs through a dictionary. Otherwise
+        (PostgreSQL's named parameters, another order) each row becomes one, as before."""
+        if not (self._takes_values and columns == self._names):
+            self.send_many(connection, [dict(zip(columns, values, strict=True)) for values in rows])
+            return
+        if self._processors_by_position:
+            for values in rows:
+                for position, process in self._processors_by_position:
+                    try:
+                        values[position] = process(values[position])
+                    except Exception as error:
+                        raise self._unprocessable(self._names[position], error) from error
+        self._send(connection, rows, many=True)
 
     def _send(self, connection: Connection, parameters: Any, *, many: bool) -> None:
         if connection.dialect.name != "postgresql":

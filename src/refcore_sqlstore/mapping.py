@@ -198,17 +198,28 @@ class _WritePlan:
                     conversions.append((column, writer))
         if len(paths) < 2:
             raise RuntimeError(f"{model.__name__}: a mapped model has at least two columns")
-        self._columns = tuple(columns)
+        self.columns = tuple(columns)
         self._pick = operator.attrgetter(*paths)
         self._conversions = tuple(conversions)
+        position = {column: index for index, column in enumerate(columns)}
+        self._conversions_by_position = tuple((position[column], convert) for column, convert in conversions)
 
     def write(self, item: Any) -> dict[str, Any]:
-        row = dict(zip(self._columns, self._pick(item), strict=True))
+        row = dict(zip(self.columns, self._pick(item), strict=True))
         for column, convert in self._conversions:
             value = row[column]
             if value is not None:
                 row[column] = convert(value)
         return row
+
+    def write_values(self, item: Any) -> list[Any]:
+        """The values of :meth:`write`, in the order of :attr:`columns`, without the dictionary."""
+        values = list(self._pick(item))
+        for position, convert in self._conversions_by_position:
+            value = values[position]
+            if value is not None:
+                values[position] = convert(value)
+        return values
 
 
 class RowMapper(Generic[M]):
@@ -241,6 +252,17 @@ class RowMapper(Generic[M]):
 
     def to_row(self, item: M) -> dict[str, Any]:
         return self._writer.write(item)
+
+    @property
+    def written_columns(self) -> tuple[str, ...]:
+        """The columns :meth:`to_values` gives values for, in its order."""
+        return self._writer.columns
+
+    def to_values(self, item: M) -> list[Any]:
+        """:meth:`to_row`'s values in the order of :attr:`written_columns`: a new list, which the
+        caller may change in place. A batch's rows go to the driver so, with no dictionary a row
+        (:meth:`refcore_sqlstore.driver.DriverStatement.send_many_values`)."""
+        return self._writer.write_values(item)
 
     def from_row(self, row: Mapping[Any, Any]) -> M:
         """The model of a row given as ``{column name: value}``."""

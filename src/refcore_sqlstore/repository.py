@@ -111,9 +111,9 @@ class SqlRepository(Generic[M]):
         self._require_writable()
         if not items:
             return
-        rows = [self._mapper.to_row(item) for item in items]
+        rows = [self._mapper.to_values(item) for item in items]
         with database_errors():
-            self._statements.insert.send_many(self._connection, rows)
+            self._statements.insert.send_many_values(self._connection, self._mapper.written_columns, rows)
 
     def replace(self, item: M) -> None:
         """Write ``item`` over its row. When this unit of work read the row, only the columns

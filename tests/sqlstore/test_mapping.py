@@ -119,6 +119,20 @@ PLAIN = (str, int, bool, datetime, bytes, dict, list, type(None))
 
 @pytest.mark.parametrize("none", [False, True], ids=["values", "nones"])
 @pytest.mark.parametrize("table", sorted(MODELS))
+def test_a_models_values_are_its_rows_values_in_the_written_columns_order(table: str, none: bool) -> None:
+    """What a batch insert sends (``to_values``) is the row, column for column, value for value."""
+    mapper: RowMapper[Any] = MAPPERS[table]
+    item = build(mapper.model, none=none)
+    row = mapper.to_row(item)
+    values = mapper.to_values(item)
+    assert sorted(mapper.written_columns) == sorted(row)
+    assert dict(zip(mapper.written_columns, values, strict=True)) == row
+    values[0] = "changed"  # the caller's own list: the next one is new
+    assert mapper.to_values(item)[0] == row[mapper.written_columns[0]]
+
+
+@pytest.mark.parametrize("none", [False, True], ids=["values", "nones"])
+@pytest.mark.parametrize("table", sorted(MODELS))
 def test_a_model_writes_the_row_cattrs_unstructures_with_plain_values_only(table: str, none: bool) -> None:
     """The planned write gives the same columns and values, and only plain ones: a string where
     an enum member was (drivers must never see one), a list where a tuple was."""
