@@ -101,7 +101,7 @@ class DriverStatement:
             (name, process) for name, process in bind_processors if process is not None
         )
         #: The same processors by position, for values already in the statement's order
-        #: (:meth:`send_many_values`); only for a positional statement that names no bind twice.
+        #: (:meth:`send_values`); only for a positional statement that names no bind twice.
         processors = dict(self._bind_processors)
         self._processors_by_position: tuple[tuple[int, Processor], ...] = tuple(
             (index, processors[name]) for index, name in enumerate(self._names) if name in processors
@@ -157,26 +157,29 @@ class DriverStatement:
         ``executemany``)."""
         self._send(connection, [self.parameters(row) for row in rows], many=True)
 
-    def send_many_values(
-        self, connection: Connection, columns: tuple[str, ...], rows: Sequence[list[Any]]
-    ) -> None:
-        """:meth:`send_many` for rows given as lists of values in the order of ``columns``.
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The statement's parameters, in the order a positional driver takes them."""
+        return self._names
 
-        When the statement takes exactly those parameters by position, in that order (SQLite's
-        ``INSERT`` of a whole row), each list goes to the driver as it is, its values processed
-        in place: a click's row and parameters cost 1.38 µs through a dictionary. Otherwise
-        (PostgreSQL's named parameters, another order) each row becomes one, as before."""
-        if not (self._takes_values and columns == self._names):
-            self.send_many(connection, [dict(zip(columns, values, strict=True)) for values in rows])
-            return
-        if self._processors_by_position:
-            for values in rows:
-                for position, process in self._processors_by_position:
-                    try:
-                        values[position] = process(values[position])
-                    except Exception as error:
-                        raise self._unprocessable(self._names[position], error) from error
-        self._send(connection, rows, many=True)
+    @property
+    def takes_values(self) -> bool:
+        """Whether :meth:`send_values` may run it: its driver takes parameters by position,
+        each name once, with no value of the statement's own to fill in."""
+        return self._takes_values
+
+    def send_values(self, connection: Connection, values: list[Any]) -> None:
+        """:meth:`send` for parameters given as one list of values in the order of :attr:`names`
+        (a multi-row insert's rows one after another), processed in place: no dictionary a row
+        (:meth:`refcore_sqlstore.statements.TableStatements.add_rows`)."""
+        if not self._takes_values:
+            raise TypeError("this statement takes its parameters by name")
+        for position, process in self._processors_by_position:
+            try:
+                values[position] = process(values[position])
+            except Exception as error:
+                raise self._unprocessable(self._names[position], error) from error
+        self._send(connection, values, many=False)
 
     def _send(self, connection: Connection, parameters: Any, *, many: bool) -> None:
         if connection.dialect.name != "postgresql":

@@ -261,7 +261,7 @@ class RowMapper(Generic[M]):
     def to_values(self, item: M) -> list[Any]:
         """:meth:`to_row`'s values in the order of :attr:`written_columns`: a new list, which the
         caller may change in place. A batch's rows go to the driver so, with no dictionary a row
-        (:meth:`refcore_sqlstore.driver.DriverStatement.send_many_values`)."""
+        (:meth:`refcore_sqlstore.statements.TableStatements.add_rows`)."""
         return self._writer.write_values(item)
 
     def from_row(self, row: Mapping[Any, Any]) -> M:

@@ -107,13 +107,13 @@ class SqlRepository(Generic[M]):
             self._statements.insert.send(self._connection, self._mapper.to_row(item))
 
     def add_all(self, items: Sequence[M]) -> None:
-        """One ``executemany`` of the table's insert (the driver runs the statement once per row)."""
+        """All in a few statements (:meth:`~refcore_sqlstore.statements.TableStatements.add_rows`)."""
         self._require_writable()
         if not items:
             return
         rows = [self._mapper.to_values(item) for item in items]
         with database_errors():
-            self._statements.insert.send_many_values(self._connection, self._mapper.written_columns, rows)
+            self._statements.add_rows(self._connection, self._mapper.written_columns, rows)
 
     def replace(self, item: M) -> None:
         """Write ``item`` over its row. When this unit of work read the row, only the columns

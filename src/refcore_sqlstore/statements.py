@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Dialect, Select, Table, bindparam, insert, select, update
+from sqlalchemy import Connection, Dialect, Select, Table, bindparam, insert, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from refcore_sqlstore.driver import DriverStatement
@@ -27,6 +27,10 @@ Shape = tuple[tuple[str, bool], ...]
 
 _ID = "refcore_id"
 _BEFORE = "refcore_before"
+#: Rows in one multi-row ``INSERT`` at most (see :meth:`TableStatements.add_rows`), and the
+#: parameters: 999 is the least any SQLite build allows in one statement.
+_MAX_ROWS_A_STATEMENT = 64
+_MAX_PARAMETERS = 999
 
 
 def _param(column: str) -> str:
@@ -41,6 +45,11 @@ class TableStatements:
         self._dialect = dialect
         self._cache: dict[tuple[Any, ...], DriverStatement] = {}
         self.insert = DriverStatement(insert(table), dialect, column_keys=list(table.columns.keys()))
+        self._columns = tuple(table.columns.keys())
+        #: The most rows one multi-row insert takes: a power of two, so that any batch is sent
+        #: by a few statements of a few sizes (each prepared once and kept by the driver).
+        most = min(_MAX_ROWS_A_STATEMENT, _MAX_PARAMETERS // len(self._columns))
+        self._most_rows = 1 << (most.bit_length() - 1) if most else 1
 
     @staticmethod
     def shape(where: Mapping[str, object]) -> Shape:
@@ -103,6 +112,47 @@ class TableStatements:
             return DriverStatement(statement, self._dialect, column_keys=[*keys, _ID])
 
         return self._cached(("update", keys), build)
+
+    def add_rows(self, connection: Connection, columns: tuple[str, ...], rows: Sequence[list[Any]]) -> None:
+        """Insert rows given as lists of values in the order of ``columns`` (a batch of clicks).
+
+        Where the driver takes parameters by position (SQLite) and ``columns`` are the table's
+        own, in order, the rows go by multi-row ``INSERT``s, the batch split into runs of a
+        power of two (32 rows: one statement; 31: five). SQLite then inserts the run in one
+        step of one statement, where ``executemany`` binds, steps and resets the statement
+        row by row: 12.9 against 10.4 µs of CPU a click, batches of 32 straight through
+        ``sqlite3`` (``bench/history.md``, twenty-fifth session). Otherwise one
+        ``executemany``, each row by name."""
+        if not (self.insert.takes_values and columns == self._columns):
+            self.insert.send_many(connection, [dict(zip(columns, values, strict=True)) for values in rows])
+            return
+        start = 0
+        while start < len(rows):
+            count = min(self._most_rows, 1 << ((len(rows) - start).bit_length() - 1))
+            values = [value for row in rows[start : start + count] for value in row]
+            self._insert_of(count).send_values(connection, values)
+            start += count
+
+    def _insert_of(self, count: int) -> DriverStatement:
+        """``INSERT`` of ``count`` whole rows, its parameters row after row in column order."""
+
+        def build() -> DriverStatement:
+            columns = self.table.columns
+            rows = [
+                {
+                    name: bindparam(f"{name}_r{n}", type_=column.type, required=True)
+                    for name, column in columns.items()
+                }
+                for n in range(count)
+            ]
+            statement = DriverStatement(insert(self.table).values(rows), self._dialect)
+            if statement.names != tuple(f"{name}_r{n}" for n in range(count) for name in self._columns):
+                raise RuntimeError(
+                    f"{self.table.name}: a multi-row insert's parameters are not row after row"
+                )
+            return statement
+
+        return self._cached(("insert", count), build)
 
     @staticmethod
     def id_param(id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from sqlalchemy import Connection, bindparam, select
@@ -293,52 +293,58 @@ def test_a_bind_with_a_value_of_its_own_is_filled_in_and_may_be_overridden(sql_s
     assert 25 not in overridden.values() and overridden["after"] == "x"
 
 
-def _as_sent(parameters: Any) -> list[Any]:
-    """A batch's parameters as compared: positional rows as tuples, named ones as dictionaries."""
-    return [tuple(row) if isinstance(row, list | tuple) else dict(row) for row in parameters]
-
-
+@pytest.mark.parametrize("count", [1, 3, 32, 100])
 @pytest.mark.parametrize("order", ["the table's", "reversed"])
-def test_rows_given_as_values_are_sent_and_stored_as_the_same_rows_given_by_name(
-    sql_store: SqlStore, order: str
+def test_rows_given_as_values_are_stored_as_the_same_rows_given_by_name(
+    sql_store: SqlStore, order: str, count: int
 ) -> None:
-    """``send_many_values`` sends the SQL and parameters ``send_many`` sends for the same rows,
-    and stores the same rows: in the statement's own order on SQLite (the lists themselves,
-    processed in place), by name on PostgreSQL or for columns in another order."""
+    """``add_rows`` stores what ``send_many`` stores for the same rows: on SQLite, with the
+    table's columns in order, by multi-row inserts of a power of two rows each (100: 64, 32,
+    4); by name in one ``executemany`` on PostgreSQL or for columns in another order."""
     _history(sql_store)
     engine = engine_of(sql_store)
-    insert = statements_of(clicks, engine.dialect).insert
+    statements = statements_of(clicks, engine.dialect)
     columns = tuple(column.name for column in clicks.c)
     if order == "reversed":
         columns = columns[::-1]
     with engine.connect() as connection:
         existing = dict(connection.execute(select(clicks).limit(1)).mappings().one())
-    rows = [existing | {"id": f"clk_sent_{n}", "page": f"page {n}", "created_at": NOW} for n in range(3)]
+    rows = [
+        existing | {"id": f"clk_sent_{n:03}", "page": f"page {n}", "created_at": NOW} for n in range(count)
+    ]
     stored = []
     with recorded_statements(sql_store, lambda sql: "INSERT" in sql) as sent, engine.connect() as connection:
         for send in (
-            lambda: insert.send_many(connection, rows),
-            lambda: insert.send_many_values(connection, columns, [[row[c] for c in columns] for row in rows]),
+            lambda: statements.insert.send_many(connection, rows),
+            lambda: statements.add_rows(connection, columns, [[row[c] for c in columns] for row in rows]),
         ):
             send()
             query = select(clicks).where(clicks.c.id.like("clk_sent_%")).order_by(clicks.c.id)
             stored.append([dict(row) for row in connection.execute(query).mappings()])
             connection.rollback()
-    by_name, by_values = [_as_sent(parameters) for _sql, parameters in sent]
-    assert by_values == by_name
-    # The lists themselves went to the driver only where the statement takes them as they are.
-    in_order = engine.dialect.name == "sqlite" and order == "the table's"
-    assert all(isinstance(row, list) for row in sent[1][1]) is in_order
     assert stored[0] == stored[1] == [row | {"created_at": NOW} for row in rows]
+    by_values = sent[1:]
+    if engine.dialect.name == "sqlite" and order == "the table's":
+        runs = [len(parameters) // len(columns) for _sql, parameters in by_values]
+        assert runs == [run for run in (64, 32, 16, 8, 4, 2, 1) if count & run]
+    else:
+        assert len(by_values) == 1 and by_values[0] == sent[0]
 
 
 def test_a_value_its_type_refuses_is_refused_naming_its_bind_when_given_by_position(
     sql_store: SqlStore,
 ) -> None:
     engine = engine_of(sql_store)
-    insert = statements_of(clicks, engine.dialect).insert
+    statements = statements_of(clicks, engine.dialect)
     columns = tuple(column.name for column in clicks.c)
     naive = NOW.replace(tzinfo=None)
     values = [naive if column == "created_at" else "x" for column in columns]
-    with engine.connect() as connection, pytest.raises(StatementError, match="bind 'created_at'"):
-        insert.send_many_values(connection, columns, [values])
+    with engine.connect() as connection, pytest.raises(StatementError, match="bind 'created_at"):
+        statements.add_rows(connection, columns, [values])
+
+
+def test_a_statement_taking_parameters_by_name_refuses_values() -> None:
+    insert = TableStatements(clicks, psycopg_dialect.dialect()).insert
+    assert not insert.takes_values
+    with pytest.raises(TypeError, match="by name"):
+        insert.send_values(cast(Connection, None), ["x"])
