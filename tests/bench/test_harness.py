@@ -233,7 +233,15 @@ def test_the_report_says_when_the_ceiling_at_the_end_shows_the_machine_slowed_du
     assert "-52%" in page and "0.050 → 0.100 ms a request" in page
     assert "speed changed by more than 25% during the run" in page
     # Ratios stay taken to the first measurement.
-    assert "0.04 x (800 / 20,000)" in page
+    assert "0.040 x (800 / 20,000)" in page
+
+
+def test_a_ratio_just_under_its_target_is_not_printed_as_the_target() -> None:
+    results = _ceiling_run(32_271, None)
+    results.rows.append(Row("sqlite", "public_capture", "public capture", _measured(16_020, 4.2)))
+    (capture,) = [verdict for verdict in verdicts(results) if verdict.target.startswith("public capture")]
+    assert capture.met is False
+    assert capture.result.startswith("0.496 x")
 
 
 def test_the_report_warns_of_nothing_when_both_ceilings_agree_within_the_limit() -> None:
