@@ -70,7 +70,7 @@ class TimeOrderedIds:
                 values.append(last)
             self._last = last
         # The values share their millisecond, so its ten digits are spelled once (unless an
-        # increment carried into them): 0.81 → 0.62 µs an ID in a batch of 32.
+        # increment carried into them): spelling a batch of 32 took 0.81 µs an ID, now 0.62.
         identifiers: list[str] = []
         head_bits = -1
         head = ""
