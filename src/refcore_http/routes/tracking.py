@@ -12,11 +12,10 @@ from refcore.services import activity
 from refcore.services.access import activity_scope
 from refcore.services.tracking import (
     Caller,
-    CaptureRequest,
     Credential,
     IdentifyRequest,
     PendingCapture,
-    check_capture,
+    check_capture_fields,
     identify,
     reject_public_visitor_fields,
 )
@@ -79,21 +78,15 @@ async def capture_click(call: Call) -> Reply:
     the same time (:mod:`refcore_http.capture_batches`), and a server capture's key is
     authenticated with that batch (``authenticates_itself``)."""
     body: CaptureBody = call.body
-    caller: Caller
     if call.credential is None and call.principal is None:
         reject_public_visitor_fields(dict.fromkeys(call.sent))
-        request = _public_request(body.via, body.page, body.referrer, call.visitor)
-        caller = None
-    else:
-        request = CaptureRequest(
-            via=body.via,
-            page=body.page,
-            referrer=body.referrer,
-            visitor_ip=body.visitor_ip,
-            visitor_user_agent=body.visitor_user_agent,
-        )
-        caller = Credential(call.credential) if call.credential is not None else activity_scope(call.who)
-    return await _recorded(call.capture_batches, check_capture(request, caller=caller))
+        public = _public_capture(body.via, body.page, body.referrer, call.visitor)
+        return await _recorded(call.capture_batches, public)
+    caller: Caller = Credential(call.credential) if call.credential is not None else activity_scope(call.who)
+    pending = check_capture_fields(
+        body.via, body.page, body.referrer, body.visitor_ip, body.visitor_user_agent, caller=caller
+    )
+    return await _recorded(call.capture_batches, pending)
 
 
 #: What a browser's capture sends; a visitor field or any other is the pipeline's to refuse.
@@ -118,14 +111,12 @@ def browser_capture(
         or not body.keys() <= _BROWSER_FIELDS
     ):
         return None
-    return _recorded(batches, check_capture(_public_request(via, page, referrer, visitor), caller=None))
+    return _recorded(batches, _public_capture(via, page, referrer, visitor))
 
 
-def _public_request(via: str, page: str | None, referrer: str | None, visitor: Visitor) -> CaptureRequest:
+def _public_capture(via: object, page: object, referrer: object, visitor: Visitor) -> PendingCapture:
     """A public capture: the visitor comes from the connection, never from the body."""
-    return CaptureRequest(
-        via=via, page=page, referrer=referrer, visitor_ip=visitor.ip, visitor_user_agent=visitor.user_agent
-    )
+    return check_capture_fields(via, page, referrer, visitor.ip, visitor.user_agent, caller=None)
 
 
 async def _recorded(batches: CaptureBatches, capture: PendingCapture) -> Reply:
