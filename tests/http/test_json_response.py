@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
+import orjson
+import pytest
+from starlette.responses import Response
 
 from refcore.services.runtime import Runtime
+from refcore_http.json_response import JsonResponse
 from tests.http.world import Client, expect, new_tenant
 
 
@@ -36,3 +41,31 @@ def test_error_envelopes_are_rendered_the_same_way(client: Client) -> None:
     expect(response, 401, "unauthenticated")
     assert response.headers["content-type"] == "application/json"
     assert response.content == _standard_bytes(response)
+
+
+class _StarlettesInit(Response):
+    """What Starlette's own ``Response.__init__`` makes of a JSON answer, rendered by orjson."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+_CONTENTS = [{"click_id": "clk_1", "livemode": True}, {"data": [], "has_more": False}]
+
+
+@pytest.mark.parametrize("status", [200, 201, 400, 404, 429, 500, 101, 204, 304])
+@pytest.mark.parametrize("headers", [None, {"Retry-After": "3"}])
+@pytest.mark.parametrize("content", _CONTENTS)
+def test_a_json_response_has_the_status_body_and_headers_starlette_would_give_it(
+    status: int, headers: dict[str, str] | None, content: dict[str, Any]
+) -> None:
+    ours = JsonResponse(content, status_code=status, headers=headers)
+    starlettes = _StarlettesInit(content, status_code=status, headers=headers)
+    assert (ours.status_code, ours.body, ours.raw_headers, ours.background) == (
+        starlettes.status_code,
+        starlettes.body,
+        starlettes.raw_headers,
+        starlettes.background,
+    )
