@@ -252,7 +252,7 @@ def test_nothing_is_left_behind_for_a_loop_once_its_captures_are_answered() -> N
     run(main())
     run(main())  # a second loop gets a writer of its own
 
-    assert batches._waiting == {} and batches._writers == {}
+    assert batches._waiting == {} and batches._runners == {}
 
 
 def test_max_batch_must_be_positive() -> None:
