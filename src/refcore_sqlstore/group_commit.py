@@ -47,6 +47,13 @@ from refcore_sqlstore.errors import database_errors
 MAX_GROUP = 64
 
 _SOLO = threading.local()
+#: ``group``: the group of the :meth:`GroupCommit.batch` this thread is running, if any.
+_BATCH = threading.local()
+
+
+def _held_batch() -> _Group | None:
+    held: _Group | None = getattr(_BATCH, "group", None)
+    return held
 
 
 class Savepoint:
@@ -252,7 +259,13 @@ class GroupCommit:
             group.done.set()
 
     def join(self) -> tuple[_Group, Savepoint]:
-        """Take the turn and open this writer's savepoint on the open group's connection."""
+        """Take the turn and open this writer's savepoint on the open group's connection; in a
+        :meth:`batch`, open it on the batch's group, whose turn this thread holds already."""
+        held = _held_batch()
+        if held is not None:
+            held.savepoints += 1
+            with database_errors():
+                return held, Savepoint(held.connection, f"member_{held.savepoints}")
         self.take_turn()
         try:
             group = self.open_group()
@@ -265,9 +278,9 @@ class GroupCommit:
 
     def leave(self, group: _Group, savepoint: Savepoint, *, keep: bool) -> None:
         """End this writer's savepoint, kept (released into the group) or rolled back, and its
-        turn; when kept, return once the group is committed (see :meth:`finish`). A savepoint
-        that cannot be ended cleanly breaks the group: nothing of it is committed, and its
-        members run again."""
+        turn; when kept, return once the group is committed (see :meth:`finish`), or at once in
+        a :meth:`batch`, which commits it. A savepoint that cannot be ended cleanly breaks the
+        group: nothing of it is committed, and its members run again."""
         joined = False
         try:
             if keep and not savepoint.is_active:
@@ -284,7 +297,43 @@ class GroupCommit:
             group.broken = True
             raise
         finally:
-            self.finish(group, joined=joined)
+            if group is not _held_batch():
+                self.finish(group, joined=joined)
+            elif joined:
+                group.members += 1  # committed, or not, when its batch ends
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Hold the turn and one group while this thread runs several writes, and commit the
+        group when the block ends; raise if that failed (nothing of the batch is then written).
+
+        Inside the block each write is a member as usual, with a savepoint of its own, so one
+        that fails rolls back only its own statements; but its commit returns as soon as its
+        savepoint is released. Writes from many threads pay for taking turns: on one CPU, eight
+        threads writing payments used 0.60 ms of CPU a payment where one thread running them in
+        batches of 32 used 0.44 (``bench/history.md``, twenty-sixth session). Whoever runs
+        writes in a batch must answer for none of them before the block has ended normally."""
+        if _held_batch() is not None:
+            raise InternalError("A write batch is already open in this thread")
+        self.take_turn()
+        try:
+            group = self.open_group()
+        except BaseException:
+            self.finish_without_joining()
+            raise
+        _BATCH.group = group
+        try:
+            yield
+        except BaseException:
+            group.broken = True  # a batch that failed as a whole commits nothing
+            raise
+        finally:
+            _BATCH.group = None
+            self._end_turn(may_pass=False)
+        if group.failure is not None:
+            if group.members == 1:
+                raise group.failure
+            raise ConcurrentWrite("the batch's commit failed; run its writes again, each alone")
 
     @contextmanager
     def member(self) -> Iterator[Connection]:

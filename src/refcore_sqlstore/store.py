@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from datetime import datetime
 
 from refcore.clocks import SystemClock
@@ -20,7 +21,7 @@ from refcore.services.runtime import NullNotifier, Runtime
 from refcore_sqlstore.bucket_pruning import prune_balance_buckets
 from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.errors import database_errors
-from refcore_sqlstore.group_commit import existing_group_commit
+from refcore_sqlstore.group_commit import existing_group_commit, group_commit
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
@@ -76,6 +77,12 @@ class SqlStore:
             return ReadOnlyUnitOfWork(self._engine, self._readers)
         return PostgresReadUnitOfWork(self._engine)
 
+    def _write_batch(self) -> AbstractContextManager[None]:
+        """SQLite's :meth:`GroupCommit.batch <refcore_sqlstore.group_commit.GroupCommit.batch>`."""
+        turns = group_commit(self._engine)
+        assert turns is not None, "write batches are for SQLite engines"
+        return turns.batch()
+
     def runtime(self, clock: Clock | None = None, notifier: EventNotifier | None = None) -> Runtime:
         """A :class:`~refcore.services.runtime.Runtime` whose units of work run on this database."""
         clock = clock or SystemClock()
@@ -84,6 +91,7 @@ class SqlStore:
             read_unit_of_work=self.read_unit_of_work,
             # PostgreSQL begins a transaction with its first statement; SQLite's writers queue.
             reads_join_writes=self.dialect == "postgresql",
+            write_batch=self._write_batch if self.dialect == "sqlite" else None,
             clock=clock,
             ids=TimeOrderedIds(clock),
             notifier=notifier or NullNotifier(),

@@ -198,6 +198,14 @@ class Runtime:
     #: statement, which carries its ``BEGIN``; SQLite's writers take turns for one lock, so a
     #: read there must not take the turn before it knows there is a write to do.
     reads_join_writes: bool = False
+    #: A block whose transactions, in the thread that runs it, are committed together when it
+    #: ends, where the store can do that for less than committing each (SQLite's group commit:
+    #: :meth:`GroupCommit.batch <refcore_sqlstore.group_commit.GroupCommit.batch>`); ``None``
+    #: where it cannot. Inside the block a transaction returns before it is durable, and the
+    #: block raises if the commit failed: its caller answers for its writes only after the
+    #: block ended normally, and runs them again, each alone, if it did not. A batch serves
+    #: writes that read nothing after their transaction (a read would not see it yet).
+    write_batch: Callable[[], AbstractContextManager[None]] | None = None
 
     def transaction(self, work: Callable[[Tx], T]) -> T:
         for attempt in range(_ATTEMPTS):
