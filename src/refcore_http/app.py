@@ -32,6 +32,7 @@ from refcore_http.routes import processor as processor_routes
 from refcore_http.settings import Settings
 from refcore_http.webhooks.keys import require_secret_key
 from refcore_http.workers import worker_threads
+from refcore_http.write_batches import write_batches
 
 AREAS: tuple[Sequence[Endpoint], ...] = (
     index.ROUTES,
@@ -90,6 +91,7 @@ def create_app(
         workers=workers,
         read_workers=worker_threads(read_threads, name="refcore-reader") if read_threads else workers,
         capture_batches=CaptureBatches(partial(record_captures, runtime), workers),
+        write_batches=write_batches(runtime, workers),
     )
     app = LiteralPathApp(
         exception_handlers={

@@ -55,6 +55,7 @@ from refcore_http.settings import Settings
 from refcore_http.text_safety import check_text
 from refcore_http.visitors import visitor_of
 from refcore_http.workers import WorkerThreads
+from refcore_http.write_batches import WriteBatches
 
 _WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
 _NO_QUERY = QueryParams()
@@ -74,6 +75,8 @@ class Context:
     #: ``workers`` itself.
     read_workers: WorkerThreads
     capture_batches: CaptureBatches
+    #: Where ``batched`` endpoints run, when the store has write batches (SQLite).
+    write_batches: WriteBatches | None = None
 
 
 async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> tuple[Any, frozenset[str]]:
@@ -234,6 +237,8 @@ async def _pipeline(request: Request, endpoint: Endpoint, context: Context) -> R
         with context.runtime.shared_read():
             return handler(call_as(authenticate()))
 
+    if endpoint.batched and context.write_batches is not None:
+        return await context.write_batches.record(authenticate_and_handle)
     pool = context.read_workers if endpoint.method == "GET" else context.workers
     return await pool.run(authenticate_and_handle)
 

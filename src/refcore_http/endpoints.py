@@ -245,6 +245,10 @@ class Endpoint:
     #: handler would raise for them. Only for a literal path with a JSON body whose credential
     #: is optional (checked here, once): the pipeline then reads nothing before the body.
     shortcut: Shortcut | None = field(default=None)
+    #: The handler's work is one write transaction with nothing read after it (a payment): on
+    #: a store that has write batches its requests run in them, together with the others that
+    #: arrive at the same time (:mod:`refcore_http.write_batches`).
+    batched: bool = field(default=False)
 
     #: An ``async def`` handler, run on the event loop: decided once, not on every request
     #: (``inspect`` walks the function's flags each time).
@@ -263,6 +267,13 @@ class Endpoint:
             raise ValueError(
                 f"{self.method} {self.path}: a shortcut needs an optional credential, "
                 "a literal path and a JSON body"
+            )
+
+    @batched.validator
+    def _batch_fits(self, _: object, batched: bool) -> None:
+        if batched and (self.method in ("GET", "HEAD", "OPTIONS") or self.runs_on_loop or self.raw_body):
+            raise ValueError(
+                f"{self.method} {self.path}: only a worker thread's write with a JSON body is batched"
             )
 
     @property

@@ -153,6 +153,7 @@ ROUTES = (
         returns("Transaction", 201, 200),
         body=PaymentBody,
         tags=_TAGS,
+        batched=True,
     ),
     Endpoint(
         "GET",
@@ -190,6 +191,7 @@ ROUTES = (
         returns("Refund", 201, 200),
         body=RefundBody,
         tags=_TAGS,
+        batched=True,
     ),
     Endpoint(
         "GET",
@@ -219,6 +221,7 @@ ROUTES = (
         returns("Dispute", 201, 200),
         body=DisputeBody,
         tags=_TAGS,
+        batched=True,
     ),
     Endpoint(
         "GET",

@@ -207,6 +207,7 @@ ROUTES = (
         returns("Identify", 201, 200),
         body=IdentifyBody,
         tags=_TAGS,
+        batched=True,
     ),
     Endpoint(
         "GET",
