@@ -11,7 +11,8 @@ So an endpoint marked ``batched`` (a payment, a refund, a dispute, an identify) 
 request's work (authentication, then its handler) to the event loop's batches
 (:mod:`refcore_http.loop_batches`), and one worker thread runs a batch's requests one after
 another in :attr:`Runtime.write_batch <refcore.services.runtime.Runtime.write_batch>`: each
-request's transaction is a member with its own savepoint, so one that fails (a validation
+request's transaction is a member with its own savepoint (and each key of the batch is looked
+up once: :func:`refcore_http.auth.principals_shared`), so one that fails (a validation
 error, an idempotency conflict) rolls back its own writes only and answers its own error, and
 the batch is committed once, when all of them ran. Every answer waits for that commit, so an
 acknowledged write is still a durable one. If the commit fails, the batch's requests run again
@@ -29,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from refcore.services.runtime import Runtime
+from refcore_http.auth import principals_shared
 from refcore_http.endpoints import Reply
 from refcore_http.loop_batches import LoopBatches
 from refcore_http.workers import WorkerThreads
@@ -55,7 +57,7 @@ class WriteBatches(LoopBatches[Work, Reply]):
             return [_outcome(works[0])]
         write_batch = self._runtime.write_batch
         assert write_batch is not None, "write batches need a store that has them"
-        with write_batch():
+        with write_batch(), principals_shared():
             return [_outcome(work) for work in works]
 
 

@@ -19,9 +19,11 @@ import pytest
 from attrs import evolve
 
 from refcore.clocks import ManualClock
-from refcore.errors import ConcurrentWrite
+from refcore.errors import ConcurrentWrite, Unauthenticated
 from refcore.ports import UnitOfWork
-from refcore.services.runtime import Runtime
+from refcore.services.principal import Principal
+from refcore.services.runtime import Runtime, Tx
+from refcore_http import auth
 from refcore_http.app import all_endpoints, create_app
 from refcore_http.endpoints import Reply
 from refcore_http.settings import Settings
@@ -233,3 +235,62 @@ def test_only_a_worker_threads_write_can_be_batched(method: str) -> None:
     capture = next(e for e in all_endpoints() if e.path == "/v1/capture")
     with pytest.raises(ValueError, match="batched"):
         evolve(read if method == "GET" else capture, batched=True)
+
+
+def test_a_batch_looks_each_key_up_once_and_a_bad_key_fails_its_own_request(
+    app: Any,
+    runtime: Runtime,
+    store: SqlStore,
+    tenant: Tenant,
+    activity: Activity,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    batches = Batches(runtime)
+    runtime.write_batch = batches
+    looked_up: list[str] = []
+    real = auth.authenticate
+
+    def counted(rt: Runtime, credential: str) -> Principal:
+        looked_up.append(credential)
+        return real(rt, credential)
+
+    monkeypatch.setattr(auth, "authenticate", counted)
+    bodies = [_payment(tenant, activity.customer_id, f"pay_key_{n}") for n in range(6)]
+
+    async def main() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://refcore.test") as client:
+            keys = [tenant.live_key] * 3 + ["key_live_unknown"] + [tenant.live_key] * 2
+            return await asyncio.gather(
+                *(
+                    client.post("/v1/transactions", json=body, headers={"Authorization": f"Bearer {key}"})
+                    for body, key in zip(bodies, keys, strict=True)
+                )
+            )
+
+    responses = asyncio.run(main())
+    assert [r.status_code for r in responses] == [201, 201, 201, 401, 201, 201]
+    assert len(batches.sizes) == 1 and batches.sizes == [5]  # the refused request wrote nothing
+    assert looked_up.count(tenant.live_key) == 1
+    assert looked_up.count("key_live_unknown") == 1
+    assert count(store, "payments") == 1 + 5
+
+
+def _revoke_every_key(runtime: Runtime, app_id: str) -> None:
+    def work(tx: Tx) -> None:
+        for key in tx.uow.api_keys.find_all({"app_id": app_id}):
+            tx.uow.api_keys.replace(evolve(key, revoked_at=tx.now))
+
+    runtime.transaction(work)
+
+
+def test_principals_are_shared_only_inside_the_block(runtime: Runtime, tenant: Tenant) -> None:
+    access = next(e.access for e in all_endpoints() if e.path == "/v1/transactions" and e.method == "POST")
+    with auth.principals_shared():
+        first = auth.principal_of(runtime, access, tenant.live_key)
+        _revoke_every_key(runtime, tenant.app_id)
+        assert auth.principal_of(runtime, access, tenant.live_key) == first  # as of the block's lookup
+        with pytest.raises(Unauthenticated):
+            auth.principal_of(runtime, access, tenant.test_key)
+    with pytest.raises(Unauthenticated):
+        auth.principal_of(runtime, access, tenant.live_key)  # a revocation holds for every later block
