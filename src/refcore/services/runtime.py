@@ -204,7 +204,9 @@ class Runtime:
     #: where it cannot. Inside the block a transaction returns before it is durable, and the
     #: block raises if the commit failed: its caller answers for its writes only after the
     #: block ended normally, and runs them again, each alone, if it did not. A batch serves
-    #: writes that read nothing after their transaction (a read would not see it yet).
+    #: writes that read nothing after their transaction (a read would not see it yet). The
+    #: ``notifier`` hears of a batch's events before its commit: a claim of them is a write,
+    #: which waits for the batch to end, so it finds them.
     write_batch: Callable[[], AbstractContextManager[None]] | None = None
 
     def transaction(self, work: Callable[[Tx], T]) -> T:
