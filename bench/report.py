@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from attrs import frozen
 
@@ -293,10 +294,16 @@ def _core_table(results: Results) -> list[str]:
         share = f"{item['cpu_ms'] / server_cpu:.0%}" if server_cpu else ""
         bound = _f(ceiling_cpu / item["cpu_ms"], 2) if ceiling_cpu else ""
         lines.append(
-            f"| {STORE_NAMES[item['store']]} | {item['scenario']} | {item['threads']} | {item['calls']:,} "
+            f"| {STORE_NAMES[item['store']]} | {item['scenario']} | {_callers(item)} | {item['calls']:,} "
             f"| {item['cpu_ms']:.2f} | {_f(server_cpu, 2)} | {share} | {bound} |"
         )
     return lines
+
+
+def _callers(item: dict[str, Any]) -> str:
+    """How the core's calls ran: on threads, or by one thread in write batches."""
+    batch = item.get("batch")
+    return f"{item['threads']}, batches of {batch}" if batch else str(item["threads"])
 
 
 def _latency(m: Measured, field: str) -> str:
@@ -454,8 +461,10 @@ def render(
         lines += [
             "The core alone (`bench/core_cost.py`): authenticating the key and running the write's",
             "service function in-process, no HTTP, on the run's database after its server stopped,",
-            "pinned to the server's CPU; CPU time per call with one caller (each call commits alone)",
-            "and with eight threads (sharing commits, as the server's writers do). The last column",
+            "pinned to the server's CPU; CPU time per call with one caller (each call commits alone),",
+            "with eight threads (sharing commits, as the server's writers do on PostgreSQL) and, on",
+            "SQLite, by one thread in write batches (one commit and one lookup of the key a batch, as",
+            "the server runs payments, refunds, disputes and identifies there). The last column",
             "is the ceiling's CPU per request divided by the core's: the highest ratio to the",
             "ceiling the write could reach if HTTP, the thread hop and the webhook dispatcher cost",
             "nothing.",

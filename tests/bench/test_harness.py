@@ -124,8 +124,13 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
     assert all(0 <= row["kernel_share"] <= 1 for row in rows.values())
     assert rows[("sqlite", "payout_balance")]["measured"]["requests"] > 0
     core = json.loads(raw.read_text())["core"]
-    # The core's cost is measured for the write scenarios run, at one and eight threads.
-    assert {(c["scenario"], c["threads"]) for c in core} == {("payment", 1), ("payment", 8)}
+    # The core's cost is measured for the write scenarios run, at one and eight threads, and on
+    # SQLite by one thread in write batches, as the server runs payments there.
+    assert {(c["scenario"], c["threads"], c.get("batch")) for c in core} == {
+        ("payment", 1, None),
+        ("payment", 8, None),
+        ("payment", 1, 32),
+    }
     assert all(c["cpu_ms"] > 0 for c in core)
     report = output.read_text()
     assert "| SQLite | payment (POST /v1/transactions) |" in report
@@ -196,9 +201,13 @@ def test_the_core_table_bounds_the_ratio_by_the_cores_cost_alone() -> None:
         Row("ceiling", "ceiling", "ceiling", _measured(1000, 5.0), cpu_ms_per_request=0.2),
         Row("sqlite", "payment", "payment", _measured(100, 20.0), cpu_ms_per_request=1.6),
     ]
-    results.core = [{"store": "sqlite", "scenario": "payment", "threads": 8, "calls": 10, "cpu_ms": 0.8}]
+    results.core = [
+        {"store": "sqlite", "scenario": "payment", "threads": 8, "calls": 10, "cpu_ms": 0.8},
+        {"store": "sqlite", "scenario": "payment", "threads": 1, "batch": 32, "calls": 10, "cpu_ms": 0.4},
+    ]
     page = render(results, plan_scales=(), before=None)
     assert "| SQLite | payment | 8 | 10 | 0.80 | 1.60 | 50% | 0.25 |" in page
+    assert "| SQLite | payment | 1, batches of 32 | 10 | 0.40 | 1.60 | 25% | 0.50 |" in page
 
 
 def test_postgresql_write_scenarios_are_analyzed_after_their_warm_up_and_nothing_else_is() -> None:
