@@ -28,7 +28,7 @@ from attrs import evolve, frozen
 from sqlalchemy import create_engine, make_url
 
 from bench import report
-from bench.core_cost import THREADS, WRITES, time_writes
+from bench.core_cost import BATCH, THREADS, WRITES, time_writes
 from bench.databases import postgres_available, postgres_database, sqlite_url
 from bench.machine import facts
 from bench.results import Results, Row, ScaleRow
@@ -266,13 +266,19 @@ class Runner:
                     rows.append(self.scenario(store, server, world, by_key(key), url))
             writes = [key for key in self.plan.scenarios if key in WRITES]
             if writes:
-                self.say(f"  the core alone, in-process: {', '.join(writes)} at {THREADS} threads")
+                self.say(
+                    f"  the core alone, in-process: {', '.join(writes)} at {THREADS} threads"
+                    + (f", and in write batches of {BATCH}" if store == "sqlite" else "")
+                )
                 for item in time_writes(
                     url, world, keys=writes, calls=self.plan.core_calls, cpu=self.server_cpu, run=label()
                 ):
                     self.core.append({"store": store, **item})
                     cost = f"{item['cpu_ms']:.2f} ms of CPU a call"
-                    self.say(f"    {item['scenario']}, {item['threads']} thread(s): {cost}")
+                    callers = f"{item['threads']} thread(s)" + (
+                        f" in batches of {item['batch']}" if "batch" in item else ""
+                    )
+                    self.say(f"    {item['scenario']}, {callers}: {cost}")
         return rows
 
     def scaling(self, store: str, results: Results) -> None:
