@@ -22,6 +22,14 @@ def _joining(runtime: Runtime) -> tuple[Runtime, list[str], list[str]]:
     return counted(evolve(runtime, reads_join_writes=True))
 
 
+def _joining_with_one(runtime: Runtime, name: str) -> tuple[Runtime, list[str], list[str], Organization]:
+    """:func:`_joining`, with one organization already stored and its write left uncounted."""
+    rt, reads, writes = _joining(runtime)
+    existing = rt.transaction(add_organization(name))
+    writes.clear()
+    return rt, reads, writes, existing
+
+
 def test_read_then_write_is_allowed_on_postgresql_alone(
     runtime: Runtime, request: pytest.FixtureRequest
 ) -> None:
@@ -33,9 +41,7 @@ def test_read_then_write_is_allowed_on_postgresql_alone(
 def test_read_then_write_the_reads_and_the_first_transaction_share_one_committed_unit_of_work(
     runtime: Runtime,
 ) -> None:
-    rt, reads, writes = _joining(runtime)
-    existing = rt.transaction(add_organization("Existing"))
-    writes.clear()
+    rt, reads, writes, existing = _joining_with_one(runtime, "Existing")
 
     with rt.read_then_write():
         assert writes == []  # nothing is opened before a read needs it
@@ -51,9 +57,7 @@ def test_read_then_write_the_reads_and_the_first_transaction_share_one_committed
 def test_read_then_write_a_block_without_a_transaction_ends_its_unit_of_work_uncommitted(
     runtime: Runtime,
 ) -> None:
-    rt, _, writes = _joining(runtime)
-    existing = rt.transaction(add_organization("Read only"))
-    writes.clear()
+    rt, _, writes, existing = _joining_with_one(runtime, "Read only")
     with pytest.raises(NotFound), rt.read_then_write():
         assert rt.read(find_organization(existing.id)) == existing
         raise NotFound.of("organization", "org_refused")  # the handler refused the request
@@ -63,9 +67,7 @@ def test_read_then_write_a_block_without_a_transaction_ends_its_unit_of_work_unc
 def test_read_then_write_a_failed_read_ends_the_unit_of_work_and_what_follows_has_its_own(
     runtime: Runtime,
 ) -> None:
-    rt, reads, writes = _joining(runtime)
-    existing = rt.transaction(add_organization("Before"))
-    writes.clear()
+    rt, reads, writes, existing = _joining_with_one(runtime, "Before")
     with rt.read_then_write():
         with pytest.raises(NotFound):
             rt.read(missing_organization)
