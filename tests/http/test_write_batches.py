@@ -35,8 +35,6 @@ from tests.http.world import Activity, Client, Tenant, new_activity, new_tenant
 from tests.sqlstore.raw import count
 from tests.stores import fresh_sqlite_store
 
-NOW_CLOCK = ManualClock()
-
 
 @pytest.fixture
 def store() -> Iterator[SqlStore]:
@@ -83,7 +81,7 @@ class Batches:
 
 @pytest.fixture
 def runtime(store: SqlStore) -> Runtime:
-    return store.runtime(clock=NOW_CLOCK)
+    return store.runtime(clock=ManualClock())
 
 
 @pytest.fixture
