@@ -200,17 +200,11 @@ class _WritePlan:
             raise RuntimeError(f"{model.__name__}: a mapped model has at least two columns")
         self.columns = tuple(columns)
         self._pick = operator.attrgetter(*paths)
-        self._conversions = tuple(conversions)
         position = {column: index for index, column in enumerate(columns)}
         self._conversions_by_position = tuple((position[column], convert) for column, convert in conversions)
 
     def write(self, item: Any) -> dict[str, Any]:
-        row = dict(zip(self.columns, self._pick(item), strict=True))
-        for column, convert in self._conversions:
-            value = row[column]
-            if value is not None:
-                row[column] = convert(value)
-        return row
+        return dict(zip(self.columns, self.write_values(item), strict=True))
 
     def write_values(self, item: Any) -> list[Any]:
         """The values of :meth:`write`, in the order of :attr:`columns`, without the dictionary."""
