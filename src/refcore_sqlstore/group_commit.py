@@ -101,6 +101,12 @@ class _Group:
         #: A member's savepoint could not be ended cleanly: the group must not be committed.
         self.broken = False
 
+    def open_savepoint(self) -> Savepoint:
+        """A new member's savepoint on the group's connection, named by its number."""
+        self.savepoints += 1
+        with database_errors():
+            return Savepoint(self.connection, f"member_{self.savepoints}")
+
 
 class GroupCommit:
     """The writer turns and the open group of one SQLite engine, shared by the process."""
@@ -263,15 +269,11 @@ class GroupCommit:
         :meth:`batch`, open it on the batch's group, whose turn this thread holds already."""
         held = _held_batch()
         if held is not None:
-            held.savepoints += 1
-            with database_errors():
-                return held, Savepoint(held.connection, f"member_{held.savepoints}")
+            return held, held.open_savepoint()
         self.take_turn()
         try:
             group = self.open_group()
-            group.savepoints += 1
-            with database_errors():
-                return group, Savepoint(group.connection, f"member_{group.savepoints}")
+            return group, group.open_savepoint()
         except BaseException:
             self.finish_without_joining()
             raise
