@@ -121,11 +121,9 @@ def _cpu_ms_per_call(write: Write, *, threads: int, calls: int, first: int) -> f
 def _cpu_ms_per_call_in_batches(rt: Runtime, write: Write, *, calls: int, first: int) -> float:
     """CPU milliseconds of this process per call, ``calls`` calls by one thread in write batches
     of :data:`BATCH`."""
-    write_batch = rt.write_batch
-    assert write_batch is not None
     started = time.process_time()
     for start in range(first, first + calls, BATCH):
-        with write_batch(), principals_shared():
+        with rt.batch(), principals_shared():
             for n in range(start, min(start + BATCH, first + calls)):
                 write(n)
     return (time.process_time() - started) * 1000 / calls

@@ -10,14 +10,17 @@ savepoint each (``bench/history.md``, twenty-sixth session).
 So an endpoint marked ``batched`` (a payment, a refund, a dispute, an identify) hands its
 request's work (authentication, then its handler) to the event loop's batches
 (:mod:`refcore_http.loop_batches`), and one worker thread runs a batch's requests one after
-another in :attr:`Runtime.write_batch <refcore.services.runtime.Runtime.write_batch>`: each
+another in :meth:`Runtime.batch <refcore.services.runtime.Runtime.batch>`: each
 request's transaction is a member with its own savepoint (and each key of the batch is looked
 up once: :func:`refcore_http.auth.principals_shared`), so one that fails (a validation
 error, an idempotency conflict) rolls back its own writes only and answers its own error, and
 the batch is committed once, when all of them ran. Every answer waits for that commit, so an
 acknowledged write is still a durable one. If the commit fails, the batch's requests run again
 one by one, each as the worker threads run it (its own commit, with ``Runtime.transaction``'s
-retries), and so does a request that arrives alone.
+retries), and so does a request that arrives alone. A request whose transaction lost a race in
+the batch (``ConcurrentWrite``: another process wrote the same row first) runs again alone once
+the batch has committed: ``Runtime.batch`` does not retry it inside, where the retry would wait
+holding the batch's write turn.
 
 Only handlers whose work is one transaction, with nothing read after it, are batched: inside a
 batch a transaction returns before it is committed, and a read on another connection would not
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from refcore.errors import ConcurrentWrite
 from refcore.services.runtime import Runtime
 from refcore_http.auth import principals_shared
 from refcore_http.endpoints import Reply
@@ -55,10 +59,13 @@ class WriteBatches(LoopBatches[Work, Reply]):
         with ``Runtime.transaction``'s retries when SQLite is busy (another process writing)."""
         if len(works) == 1:
             return [_outcome(works[0])]
-        write_batch = self._runtime.write_batch
-        assert write_batch is not None, "write batches need a store that has them"
-        with write_batch(), principals_shared():
-            return [_outcome(work) for work in works]
+        with self._runtime.batch(), principals_shared():
+            outcomes = [_outcome(work) for work in works]
+        # A lost race is not retried inside the batch (``Runtime.batch``): run it again alone.
+        return [
+            _outcome(work) if isinstance(outcome, ConcurrentWrite) else outcome
+            for work, outcome in zip(works, outcomes, strict=True)
+        ]
 
 
 def _outcome(work: Work) -> Reply | Exception:

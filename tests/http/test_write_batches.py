@@ -1,6 +1,7 @@
 """Keyed writes batched on SQLite (refcore_http.write_batches): requests that arrive together run in
-one write batch, each still gets its own answer (its record, or its own error), and a batch that
-fails at its commit is run again, request by request.
+one write batch, each still gets its own answer (its record, or its own error), a batch that
+fails at its commit is run again, request by request, and a request that lost a race inside a
+batch is run again alone after it.
 
 The app runs over a real SQLite store here (batches exist only there); requests are sent
 concurrently through ``httpx.ASGITransport`` on one event loop, as a server's connections are.
@@ -12,7 +13,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -54,6 +55,8 @@ class Batches:
         self._fail = fail
         self._runtime = runtime
         self.sizes: list[int] = []
+        #: Whether a batch's block is running now.
+        self.open = False
 
     def __call__(self) -> AbstractContextManager[None]:
         return self._counted()
@@ -68,6 +71,7 @@ class Batches:
             return factory()
 
         self._runtime.unit_of_work = counted
+        self.open = True
         try:
             with self._real():
                 yield
@@ -75,6 +79,7 @@ class Batches:
                     self.sizes.append(held[0])
                     raise ConcurrentWrite("this batch's commit failed (the test says so)")
         finally:
+            self.open = False
             self._runtime.unit_of_work = factory
         self.sizes.append(held[0])
 
@@ -185,6 +190,52 @@ def test_a_batch_whose_commit_fails_is_run_again_request_by_request(
     # Nothing of the failed batch was written, so each request is created (201) by its rerun.
     assert [r.status_code for r in responses] == [201] * 4
     assert batches.sizes == [4]  # then each alone, outside any batch
+    assert count(store, "payments") == 1 + 4
+
+
+class LosesTheFirstCommit:
+    """A unit of work whose commit raises ``ConcurrentWrite`` if it is the first to commit of
+    those sharing ``commits``, which records whether a batch was open at each commit."""
+
+    def __init__(self, uow: UnitOfWork, commits: list[bool], batches: Batches) -> None:
+        self._uow = uow
+        self._commits = commits
+        self._batches = batches
+
+    def __enter__(self) -> LosesTheFirstCommit:
+        self._uow.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._uow.__exit__(*exc_info)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._uow, name)
+
+    def commit(self) -> None:
+        self._commits.append(self._batches.open)
+        if len(self._commits) == 1:
+            raise ConcurrentWrite("another process took this payment's row first (the test says so)")
+        self._uow.commit()
+
+
+def test_a_request_that_loses_a_race_in_a_batch_runs_again_alone_after_it(
+    app: Any, runtime: Runtime, store: SqlStore, tenant: Tenant, activity: Activity
+) -> None:
+    """Inside a batch a lost race is not retried (the retry would wait holding the batch's
+    locks): the request runs again by itself once the batch has committed the others."""
+    batches = Batches(runtime)
+    runtime.write_batch = batches
+    commits: list[bool] = []
+    factory = runtime.unit_of_work
+    runtime.unit_of_work = lambda: cast(UnitOfWork, LosesTheFirstCommit(factory(), commits, batches))
+    bodies = [_payment(tenant, activity.customer_id, f"pay_race_{n}") for n in range(4)]
+    responses = _send_together(app, tenant.live_key, bodies)
+    assert [r.status_code for r in responses] == [201] * 4
+    assert [r.json()["payment_id"] for r in responses] == [body["payment_id"] for body in bodies]
+    assert batches.sizes == [4]
+    # Four commits in the batch (the first lost its race), then the loser's own, after it.
+    assert commits == [True, True, True, True, False]
     assert count(store, "payments") == 1 + 4
 
 

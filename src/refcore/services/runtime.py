@@ -8,6 +8,10 @@ Between attempts it pauses a random moment that doubles with each attempt: trans
 deadlocked or collided retried at once tend to meet again (four PostgreSQL servers racing
 refunds and disputes on six payments saw a request lose five immediate attempts in a row).
 
+Inside a :meth:`Runtime.batch` block a transaction runs once, without the retries: it holds
+the batch's locks and turn while it would wait, so a lost race is left to the batch's caller,
+which runs that work again alone once the batch has ended.
+
 :meth:`Runtime.read` runs its work in a read-only unit of work; inside a
 :meth:`Runtime.shared_read` block every read shares one (see there). Inside a
 :meth:`Runtime.read_then_write` block, on a store whose reads may join its writes, the reads
@@ -26,7 +30,7 @@ from typing import Any, TypeVar
 
 from attrs import define, field
 
-from refcore.errors import ConcurrentWrite, Conflict
+from refcore.errors import ConcurrentWrite, Conflict, InternalError
 from refcore.models import Event, EventType
 from refcore.ports import Clock, EventNotifier, IdGenerator, UnitOfWork, UnitOfWorkFactory
 
@@ -133,6 +137,18 @@ class _SharedWrite(_SharedRead):
 
 _SHARED_WRITE: ContextVar[_SharedWrite | None] = ContextVar("refcore_shared_write", default=None)
 
+
+class _Batch:
+    """The :meth:`Runtime.batch` block running now: the events its transactions emitted, told
+    to the notifier once the batch is committed."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.emitted: list[Event] = []
+
+
+_BATCH: ContextVar[_Batch | None] = ContextVar("refcore_write_batch", default=None)
+
 _Shared = TypeVar("_Shared", bound=_SharedRead)
 
 
@@ -201,15 +217,13 @@ class Runtime:
     #: A block whose transactions, in the thread that runs it, are committed together when it
     #: ends, where the store can do that for less than committing each (SQLite's group commit:
     #: :meth:`GroupCommit.batch <refcore_sqlstore.group_commit.GroupCommit.batch>`); ``None``
-    #: where it cannot. Inside the block a transaction returns before it is durable, and the
-    #: block raises if the commit failed: its caller answers for its writes only after the
-    #: block ended normally, and runs them again, each alone, if it did not. A batch serves
-    #: writes that read nothing after their transaction (a read would not see it yet). The
-    #: ``notifier`` hears of a batch's events before its commit: a claim of them is a write,
-    #: which waits for the batch to end, so it finds them.
+    #: where it cannot. Services use it through :meth:`batch`.
     write_batch: Callable[[], AbstractContextManager[None]] | None = None
 
     def transaction(self, work: Callable[[Tx], T]) -> T:
+        batch = _BATCH.get()
+        if batch is not None and batch.runtime is not self:
+            batch = None
         for attempt in range(_ATTEMPTS):
             if attempt:
                 self.pause(attempt - 1)
@@ -219,14 +233,54 @@ class Runtime:
                     result = work(tx)
                     uow.commit()
             except ConcurrentWrite:
+                if batch is not None:
+                    raise  # not retried while holding the batch (see :meth:`batch`)
                 continue
             shared = _SHARED_READ.get()
             if shared is not None and shared.runtime is self:
                 shared.end()  # a later read of the block must see this write (a new snapshot)
             if tx.emitted:
-                self.notifier.events_committed(tuple(tx.emitted))
+                if batch is not None:
+                    batch.emitted.extend(tx.emitted)
+                else:
+                    self.notifier.events_committed(tuple(tx.emitted))
             return result
         raise Conflict("The request collided with concurrent writes; retry it", code="state_conflict")
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run this thread's transactions inside the block as one write batch of the store
+        (:attr:`write_batch`; ``InternalError`` where it has none), committed together when the
+        block ends.
+
+        Inside the block each transaction has a savepoint of its own, so one that fails undoes
+        only its own writes, but it returns before it is durable, and other connections see
+        none of the batch before its end. So whoever runs writes in a batch:
+
+        - answers for none of them before the block has ended normally, and runs them again,
+          each alone, if it raised (its commit failed: nothing of it was written);
+        - runs again alone, after the block, any transaction that raised
+          :class:`~refcore.errors.ConcurrentWrite` in it: inside the block a lost race (a
+          unique key taken by another process, a deadlock, a lock not granted in time) is not
+          retried, for the retry would wait while holding the batch's locks;
+        - batches only writes that read nothing after their transaction (a read on another
+          connection would not see it yet).
+
+        The ``notifier`` hears of the batch's events once it is committed.
+        """
+        if self.write_batch is None:
+            raise InternalError("This store has no write batches")
+        if _BATCH.get() is not None:
+            raise InternalError("A write batch is already open here")
+        batch = _Batch(self)
+        token = _BATCH.set(batch)
+        try:
+            with self.write_batch():
+                yield
+        finally:
+            _BATCH.reset(token)
+        if batch.emitted:
+            self.notifier.events_committed(tuple(batch.emitted))
 
     @contextmanager
     def _write_unit_of_work(self) -> Iterator[UnitOfWork]:
