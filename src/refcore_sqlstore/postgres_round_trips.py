@@ -97,28 +97,6 @@ def in_transaction(connection: Connection) -> bool:
     )
 
 
-def discard_since(connection: Connection, first: Deferred | None) -> bool:
-    """Drop the connection's deferred writes from ``first`` on, if it is among them (all of
-    them for ``None``): whether it was, so that nothing from it on reached the server."""
-    pending: list[Deferred] | None = connection.info.get(_PENDING)
-    if first is None:
-        connection.info.pop(_PENDING, None)
-        return True
-    if pending is None or first not in pending:
-        return False
-    del pending[pending.index(first) :]
-    return True
-
-
-def discard_last(connection: Connection, last: Deferred) -> bool:
-    """Drop ``last`` if it is the connection's last deferred write: whether it was."""
-    pending: list[Deferred] | None = connection.info.get(_PENDING)
-    if not pending or pending[-1] != last:
-        return False
-    pending.pop()
-    return True
-
-
 def flush(connection: Connection) -> None:
     """Send the connection's deferred writes now (one round trip), if it has any."""
     pending: list[Deferred] | None = connection.info.pop(_PENDING, None)

@@ -24,7 +24,6 @@ from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import existing_group_commit, group_commit
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
-from refcore_sqlstore.postgres_batches import BatchMemberUnitOfWork, held_batch, write_batch
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
 from refcore_sqlstore.rate_limit_pruning import prune_rate_limit_counters
 from refcore_sqlstore.read_connections import ReadConnections, idle_readers_for
@@ -68,9 +67,6 @@ class SqlStore:
     def unit_of_work(self) -> SqlUnitOfWork:
         if self.dialect == "sqlite":
             return GroupCommitUnitOfWork(self._engine)
-        batch = held_batch(self._engine)
-        if batch is not None:
-            return BatchMemberUnitOfWork(self._engine, batch)
         return SqlUnitOfWork(self._engine)
 
     def read_unit_of_work(self) -> SqlUnitOfWork:
@@ -82,13 +78,10 @@ class SqlStore:
         return PostgresReadUnitOfWork(self._engine)
 
     def _write_batch(self) -> AbstractContextManager[None]:
-        """A block whose write units of work in this thread are committed together when it ends:
-        SQLite's :meth:`GroupCommit.batch <refcore_sqlstore.group_commit.GroupCommit.batch>`,
-        PostgreSQL's :func:`~refcore_sqlstore.postgres_batches.write_batch`."""
+        """SQLite's :meth:`GroupCommit.batch <refcore_sqlstore.group_commit.GroupCommit.batch>`."""
         turns = group_commit(self._engine)
-        if turns is not None:
-            return turns.batch()
-        return write_batch(self._engine)
+        assert turns is not None, "write batches are for SQLite engines"
+        return turns.batch()
 
     def runtime(self, clock: Clock | None = None, notifier: EventNotifier | None = None) -> Runtime:
         """A :class:`~refcore.services.runtime.Runtime` whose units of work run on this database."""
@@ -98,7 +91,7 @@ class SqlStore:
             read_unit_of_work=self.read_unit_of_work,
             # PostgreSQL begins a transaction with its first statement; SQLite's writers queue.
             reads_join_writes=self.dialect == "postgresql",
-            write_batch=self._write_batch,
+            write_batch=self._write_batch if self.dialect == "sqlite" else None,
             clock=clock,
             ids=TimeOrderedIds(clock),
             notifier=notifier or NullNotifier(),

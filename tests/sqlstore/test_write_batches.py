@@ -1,10 +1,6 @@
-"""Write batches on both SQL stores (``Runtime.write_batch``: SQLite's ``GroupCommit.batch``,
-PostgreSQL's ``postgres_batches.write_batch``): one thread runs several writes as members of one
-transaction, each with its own savepoint, and the transaction is committed once, when the block
-ends; nothing of it is visible to other connections, or committed, before.
-
-PostgreSQL's own behaviour (round trips, lost races, lock waits) is in
-``tests/sqlstore/test_postgres_batches.py``."""
+"""SQLite write batches (``GroupCommit.batch``, ``Runtime.write_batch``): one thread runs several
+writes as members of one group, each with its own savepoint, and the group is committed once,
+when the block ends; nothing of it is visible to other connections, or committed, before."""
 
 from __future__ import annotations
 
@@ -19,16 +15,15 @@ from refcore.models import Session
 from refcore.services.runtime import Runtime, Tx
 from refcore_memstore import memory_runtime
 from refcore_sqlstore import SqlStore
-from tests.sqlstore.conftest import SQL_STORES, open_sql_store
 from tests.sqlstore.raw import count
 from tests.sqlstore.test_group_commit import NOW, _commits, _turns, _user, _wait_until, _write_user
-from tests.stores import fresh_sqlite_store
+from tests.stores import emptied_postgres_store, fresh_sqlite_store
 
 
-@pytest.fixture(params=SQL_STORES)
-def store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
-    with open_sql_store(request.param) as opened:
-        yield opened
+@pytest.fixture
+def store() -> Iterator[SqlStore]:
+    with fresh_sqlite_store() as sqlite:
+        yield sqlite
 
 
 @pytest.fixture
@@ -123,12 +118,9 @@ def test_a_second_batch_in_the_same_thread_fails_at_once(store: SqlStore, runtim
     assert count(store, "users") == 1
 
 
-def test_on_sqlite_other_threads_writers_wait_for_the_batch_and_commit_after_it() -> None:
-    with fresh_sqlite_store() as store:
-        _other_threads_writers_wait_for_the_batch(store, store.runtime(clock=ManualClock(NOW)))
-
-
-def _other_threads_writers_wait_for_the_batch(store: SqlStore, runtime: Runtime) -> None:
+def test_other_threads_writers_wait_for_the_batch_and_commit_after_it(
+    store: SqlStore, runtime: Runtime
+) -> None:
     turns = _turns(store)
     other: list[int] = []
     writer = threading.Thread(target=lambda: other.append(_write_user(store, 50)))
@@ -144,6 +136,9 @@ def _other_threads_writers_wait_for_the_batch(store: SqlStore, runtime: Runtime)
     assert count(store, "users") == 3
 
 
-def test_the_memory_store_has_no_write_batches() -> None:
-    """Its commits are in-process and cost nothing to share."""
+def test_only_sqlite_has_write_batches() -> None:
+    """PostgreSQL's backends write concurrently, each with its own commit; the memory store has
+    no commit to share."""
     assert memory_runtime().write_batch is None
+    with emptied_postgres_store() as postgres:
+        assert postgres.runtime().write_batch is None
