@@ -54,13 +54,11 @@ from sqlalchemy import Connection, Engine, event, exc
 from sqlalchemy.engine.interfaces import DBAPIConnection, ExecutionContext
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
+from refcore_sqlstore.joined_inserts import Deferred, joined
 from refcore_sqlstore.read_only_begin import READ_ONLY_BEGIN
 
 #: Where a connection's deferred writes wait (``Connection.info``, its pool entry's ``info``).
 _PENDING = "refcore_deferred_writes"
-
-#: One deferred write: SQL text, parameters (a list of them for ``executemany``), ``many``.
-Deferred = tuple[str, Any, bool]
 
 #: A transaction's start as psycopg would send it at refcore's isolation level, stated so that
 #: a server whose ``default_transaction_isolation`` differs changes nothing.
@@ -113,8 +111,9 @@ def _driver(connection: Connection) -> psycopg.Connection[Any]:
 
 
 def _send(driver: psycopg.Connection[Any], pending: Sequence[Deferred]) -> None:
+    """Run the deferred statements in order, consecutive inserts as one (:mod:`.joined_inserts`)."""
     with driver.cursor() as cursor:
-        for sql, parameters, many in pending:
+        for sql, parameters, many in joined(pending):
             _run(cursor, sql, parameters, many)
 
 

@@ -89,6 +89,34 @@ def test_inserts_wait_for_the_commit_and_go_in_its_round_trip(store: SqlStore) -
     assert count(store, "users") == 3
 
 
+def test_consecutive_inserts_leave_as_one_statement_and_all_of_them_are_written(store: SqlStore) -> None:
+    """``refcore_sqlstore.joined_inserts``: one statement of ``WITH`` clauses, one Parse."""
+    with traced(_driver(store)) as messages, store.unit_of_work() as uow:
+        for number in (1, 2, 3):
+            uow.users.add(user(number))
+        uow.commit()
+
+    inserts = [query for query in sent(messages, "Parse") if "INSERT INTO users" in query]
+    assert len(inserts) == 1 and inserts[0].count("INSERT INTO users") == 3
+    assert round_trips(messages) == 1
+    with store.read_unit_of_work() as uow:
+        assert sorted(found.id for found in uow.users.find_all({})) == ["usr_1", "usr_2", "usr_3"]
+
+
+def test_a_duplicate_among_joined_inserts_fails_them_all_as_a_lost_race(store: SqlStore) -> None:
+    with store.unit_of_work() as uow:
+        uow.users.add(user(2))
+        uow.commit()
+
+    with pytest.raises(ConcurrentWrite), store.unit_of_work() as uow:
+        for number in (1, 2, 3):
+            uow.users.add(user(number))
+        uow.commit()
+
+    with store.read_unit_of_work() as uow:
+        assert [found.id for found in uow.users.find_all({})] == ["usr_2"]
+
+
 def test_a_select_after_an_insert_carries_it_and_sees_it(store: SqlStore) -> None:
     driver = _driver(store)
     with store.unit_of_work() as uow:
