@@ -25,8 +25,8 @@ What PostgreSQL does with it is what it did with the separate statements, in one
   sub-statements share one snapshot changes nothing.
 
 Statements sent with ``executemany`` and anything but a plain ``INSERT … VALUES`` (``BEGIN``,
-``COMMIT``, savepoints, an upsert) go as they are. A joined statement keeps under PostgreSQL's limit of 65,535
-parameters by starting a new one at :data:`MAX_PARAMETERS`.
+``COMMIT``, savepoints, an upsert) go as they are. A joined statement keeps under PostgreSQL's
+limit of 65,535 parameters by starting a new one at :data:`MAX_PARAMETERS`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ six reads, joined into one statement (:mod:`refcore_sqlstore.lookups`) that carr
   (:meth:`DriverStatement.send <refcore_sqlstore.driver.DriverStatement.send>`) is kept on the
   connection (:func:`defer`) and sent in one pipeline with whatever statement comes next: a
   ``SELECT``, which then sees it as before, or the ``COMMIT``. A payment's four inserts and
-  its commit are one round trip.
+  its commit are one round trip, and the four inserts one statement
+  (:mod:`refcore_sqlstore.joined_inserts`).
 - **``BEGIN`` goes with the first statement.** psycopg sends its own ``BEGIN`` before a
   transaction's first statement and waits for the answer, even inside a pipeline: a round trip
   that carries nothing. So the driver runs in autocommit (:func:`driver_autocommit`, at
