@@ -46,7 +46,16 @@ from refcore.services.runtime import Runtime
 from refcore_http.auth import credential_of, principal_of
 from refcore_http.bodies import decode_object, read_body, structure
 from refcore_http.capture_batches import CaptureBatches
-from refcore_http.endpoints import Api, Call, Endpoint, Handler, LoopHandler, Reply, Shortcut
+from refcore_http.endpoints import (
+    METHODS_WITHOUT_BODY,
+    Api,
+    Call,
+    Endpoint,
+    Handler,
+    LoopHandler,
+    Reply,
+    Shortcut,
+)
 from refcore_http.errors import internal_error_response, log_unhandled, refcore_error_response
 from refcore_http.json_response import JsonResponse
 from refcore_http.queries import parse_query
@@ -57,7 +66,6 @@ from refcore_http.visitors import visitor_of
 from refcore_http.workers import WorkerThreads
 from refcore_http.write_batches import WriteBatches
 
-_WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
 _NO_QUERY = QueryParams()
 #: The body's fields when it has none. Not ``frozenset[str]()`` in each request: calling the
 #: alias costs 0.3 µs against 0.03, as it tries to set ``__orig_class__`` on the frozenset and
@@ -80,7 +88,7 @@ class Context:
 
 
 async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> tuple[Any, frozenset[str]]:
-    if endpoint.method in _WITHOUT_BODY:
+    if endpoint.method in METHODS_WITHOUT_BODY:
         return None, _NOTHING_SENT
     raw = await read_body(request, limit=settings.max_body_bytes)
     content_type = header(request, b"content-type")

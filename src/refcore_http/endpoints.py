@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 _PATH_PARAM = re.compile(r":([A-Za-z_][A-Za-z0-9_]*)")
 
+#: Methods whose requests carry no body: nothing is decoded for them, and none is batched.
+METHODS_WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
+
 
 @frozen
 class Access:
@@ -271,7 +274,7 @@ class Endpoint:
 
     @batched.validator
     def _batch_fits(self, _: object, batched: bool) -> None:
-        if batched and (self.method in ("GET", "HEAD", "OPTIONS") or self.runs_on_loop or self.raw_body):
+        if batched and (self.method in METHODS_WITHOUT_BODY or self.runs_on_loop or self.raw_body):
             raise ValueError(
                 f"{self.method} {self.path}: only a worker thread's write with a JSON body is batched"
             )
