@@ -24,8 +24,11 @@ holding the batch's write turn.
 
 Only handlers whose work is one transaction, with nothing read after it, are batched: inside a
 batch a transaction returns before it is committed, and a read on another connection would not
-see it yet. Stores without write batches (PostgreSQL, whose backends write concurrently, and
-the memory store) run every request in the worker threads as before.
+see it yet. Stores without write batches (PostgreSQL and the memory store) run every request
+in the worker threads as before. On PostgreSQL, batches were built and measured slower: one
+thread waits for the database's work on each member after its own Python, where eight threads
+overlap the two, and a batch holds its rows' locks until its one commit (``bench/history.md``,
+twenty-seventh session).
 """
 
 from __future__ import annotations
