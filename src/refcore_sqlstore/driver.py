@@ -34,7 +34,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Dialect, exc
+from sqlalchemy import Connection, Dialect, Select, exc
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
@@ -61,6 +61,7 @@ class DriverStatement:
         "_names",
         "_positional",
         "_processors_by_position",
+        "_reads_only",
         "_result",
         "_takes_values",
         "sql",
@@ -108,6 +109,11 @@ class DriverStatement:
         )
         self._takes_values = (
             self._positional and not self._constants and len(unique_names) == len(self._names)
+        )
+        #: A plain ``SELECT``: no row lock, no ``WITH`` clause that could write. On PostgreSQL
+        #: it may run before its transaction's ``BEGIN`` (:mod:`.postgres_round_trips`).
+        self._reads_only = (
+            isinstance(statement, Select) and statement._for_update_arg is None and not compiled.ctes
         )
         selected = getattr(statement, "selected_columns", None)
         self._column_types: tuple[TypeEngine[Any], ...] = tuple(column.type for column in selected or ())
@@ -216,7 +222,7 @@ class DriverStatement:
     def _query(
         self, connection: Connection, params: Mapping[str, Any]
     ) -> tuple[tuple[str, ...], list[Sequence[Any]], tuple[tuple[int, Processor], ...]]:
-        cursor = _run(connection, self.sql, self.parameters(params), many=False)
+        cursor = _run(connection, self.sql, self.parameters(params), many=False, reads_only=self._reads_only)
         try:
             rows = cursor.fetchall()
             names, processors = self._result or self._read_result(connection.dialect, cursor.description)
@@ -283,7 +289,7 @@ def _announce(connection: Connection, cursor: Any, sql: str, parameters: Any, ma
             listen(connection, cursor, sql, parameters, None, many)
 
 
-def _run(connection: Connection, sql: str, parameters: Any, *, many: bool) -> Any:
+def _run(connection: Connection, sql: str, parameters: Any, *, many: bool, reads_only: bool = False) -> Any:
     """The driver's cursor after running ``sql`` (the caller closes it).
 
     Like ``Connection.execute``, a statement outside a transaction begins one (after a
@@ -299,7 +305,9 @@ def _run(connection: Connection, sql: str, parameters: Any, *, many: bool) -> An
     _announce(connection, cursor, sql, parameters, many)
     try:
         if postgresql:
-            postgres_round_trips.execute(connection, cursor, sql, parameters, many=many)
+            postgres_round_trips.execute(
+                connection, cursor, sql, parameters, many=many, reads_only=reads_only
+            )
         elif many:
             cursor.executemany(sql, parameters)
         else:

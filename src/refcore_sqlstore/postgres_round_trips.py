@@ -4,11 +4,11 @@ Every statement the driver sends outside psycopg's pipeline mode waits for the s
 before the next one leaves: a round trip, two context switches and a system call or two on each
 side; on a network with a real round-trip time, latency too. A payment used to make
 seventeen: the pool's liveness ping and ``BEGIN`` before each of its two units of work, the
-key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes three now:
-the key's lookup, which runs alone in autocommit (:mod:`refcore_sqlstore.postgres_reads`); its
-six reads, joined into one statement (:mod:`refcore_sqlstore.lookups`) that carries the
-``BEGIN``; and its inserts with the ``COMMIT``, by the three changes below
-(``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace):
+key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes three now, of
+one statement each: the key's lookup; its six reads, joined into one
+(:mod:`refcore_sqlstore.lookups`); and its four inserts, joined into one
+(:mod:`refcore_sqlstore.joined_inserts`), which needs no ``BEGIN`` or ``COMMIT``, by the four
+changes below (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace):
 
 - **Liveness without a round trip.** Instead of SQLAlchemy's ``pool_pre_ping`` (a ``;`` sent at
   every checkout), :func:`refuse_closed_connection` looks at the idle connection's socket. A
@@ -35,6 +35,14 @@ six reads, joined into one statement (:mod:`refcore_sqlstore.lookups`) that carr
   flag, so they end such a transaction as they end their own. A read unit of work begins
   none (:mod:`refcore_sqlstore.read_only_begin`): its statements run in autocommit
   (:mod:`refcore_sqlstore.postgres_reads`).
+- **Only a statement that needs the transaction begins it.** A plain ``SELECT`` (no row lock)
+  that comes before anything else of a write unit of work runs in autocommit, and the
+  ``BEGIN`` waits. Nothing it sees changes: at ``READ COMMITTED`` each statement reads as of
+  its own start, and before its first write a transaction has nothing of its own to see. If
+  what is left to send at the ``COMMIT`` is one statement (a payment's joined inserts after
+  its reads), it goes alone, without ``BEGIN`` or ``COMMIT``: in autocommit PostgreSQL runs a
+  statement as a transaction of its own, applied whole or not at all. A payment sends three
+  statements instead of five, and its key's read and its look-up hold no transaction open.
 
 What changes for a deferred write is only *when* its error arrives: a duplicate key or a broken
 constraint is raised by the statement or the ``COMMIT`` that carried it, still inside the unit of
@@ -47,7 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import select
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -74,11 +82,19 @@ def defer(connection: Connection, sql: str, parameters: Any, *, many: bool) -> N
     pending.append((sql, parameters, many))
 
 
-def execute(connection: Connection, cursor: Any, sql: str, parameters: Any, *, many: bool) -> None:
+def execute(
+    connection: Connection, cursor: Any, sql: str, parameters: Any, *, many: bool, reads_only: bool = False
+) -> None:
     """Run ``sql`` on ``cursor`` in one round trip with the connection's deferred writes (and
-    its transaction's ``BEGIN``), whose errors are raised here."""
+    its transaction's ``BEGIN``), whose errors are raised here. A plain read (``reads_only``:
+    no row lock, nothing written) that comes before anything else of its transaction runs
+    without the ``BEGIN``, which waits for a statement that needs it."""
     pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
     if not pending:
+        _run(cursor, sql, parameters, many)
+        return
+    if reads_only and pending == [_BEGIN]:
+        connection.info[_PENDING] = pending
         _run(cursor, sql, parameters, many)
         return
     driver: psycopg.Connection[Any] = cursor.connection
@@ -113,8 +129,12 @@ def _driver(connection: Connection) -> psycopg.Connection[Any]:
 
 def _send(driver: psycopg.Connection[Any], pending: Sequence[Deferred]) -> None:
     """Run the deferred statements in order, consecutive inserts as one (:mod:`.joined_inserts`)."""
+    _run_all(driver, joined(pending))
+
+
+def _run_all(driver: psycopg.Connection[Any], statements: Iterable[Deferred]) -> None:
     with driver.cursor() as cursor:
-        for sql, parameters, many in joined(pending):
+        for sql, parameters, many in statements:
             _run(cursor, sql, parameters, many)
 
 
@@ -138,10 +158,18 @@ def _commit_with_deferred_writes(connection: Connection) -> None:
     if pending:
         driver = _driver(connection)
         try:
+            statements = list(joined(pending))
+            if len(statements) == 2 and statements[0] == _BEGIN and not statements[1][2]:
+                # The transaction's one write, after reads (if any) that ran before its
+                # ``BEGIN``: in autocommit a statement is a transaction of its own, which
+                # PostgreSQL applies whole or not at all, so it goes without ``BEGIN`` and
+                # ``COMMIT``.
+                _run_all(driver, statements[1:])
+                return
             with driver.pipeline():
                 # ``COMMIT`` as a statement of the pipeline: psycopg's ``commit()`` would wait
                 # for its own sync before the pipeline's last one, a second round trip.
-                _send(driver, [*pending, ("COMMIT", None, False)])
+                _run_all(driver, [*statements, ("COMMIT", None, False)])
         except BaseException:
             # A refused write aborted the transaction, and the COMMIT queued after it was never
             # run: end it here, for SQLAlchemy considers it over once this event has run and

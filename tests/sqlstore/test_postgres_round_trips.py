@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 
 import psycopg
 import pytest
+from attrs import evolve
+from sqlalchemy import event
 
 from refcore.errors import ConcurrentWrite
 from refcore.models import User
@@ -64,6 +66,16 @@ def sent(messages: list[str], kind: str) -> list[str]:
     return [line for line in messages if line.startswith("F\t") and line.split("\t")[2] == kind]
 
 
+def parsed(messages: list[str]) -> list[str]:
+    """The first word of each statement the client parsed, in order."""
+    return [line.split('"')[3].split()[0] for line in sent(messages, "Parse")]
+
+
+def statuses(messages: list[str]) -> list[str]:
+    """The transaction status of each ``ReadyForQuery``: ``I`` idle, ``T`` in a transaction."""
+    return [line.split()[-1] for line in messages if "ReadyForQuery" in line]
+
+
 def user(number: int) -> User:
     return User(id=f"usr_{number}", email=f"dev{number}@example.com", created_at=NOW)
 
@@ -84,9 +96,81 @@ def test_inserts_wait_for_the_commit_and_go_in_its_round_trip(store: SqlStore) -
         uow.users.add_all([user(2), user(3)])
         uow.commit()
 
-    assert round_trips(messages) == 2  # BEGIN with the SELECT, then the three INSERTs and COMMIT
-    assert "BEGIN ISOLATION LEVEL READ COMMITTED" in sent(messages, "Parse")[0]
+    # The SELECT alone, before the BEGIN; then BEGIN, the two INSERTs (one of a row, one of
+    # two rows: not joined) and COMMIT in one round trip.
+    assert round_trips(messages) == 2
+    assert parsed(messages) == ["SELECT", "BEGIN", "INSERT", "INSERT", "COMMIT"]
     assert count(store, "users") == 3
+
+
+def test_reads_before_a_transactions_only_write_run_without_begin_or_commit(store: SqlStore) -> None:
+    """A plain read first runs in autocommit; the one statement left at the COMMIT (three joined
+    inserts) goes alone, a transaction of its own: two statements, no BEGIN, no COMMIT."""
+    with traced(_driver(store)) as messages, store.unit_of_work() as uow:
+        assert uow.users.get("usr_1") is None
+        for number in (1, 2, 3):
+            uow.users.add(user(number))
+        uow.commit()
+
+    assert parsed(messages) == ["SELECT", "WITH"]  # WITH: the joined inserts (one statement)
+    assert statuses(messages) == ["I", "I"]  # no transaction left open after either
+    assert round_trips(messages) == 2
+    assert count(store, "users") == 3
+
+
+def test_a_locking_read_carries_the_begin_and_holds_its_lock_to_the_commit(store: SqlStore) -> None:
+    """``SELECT … FOR UPDATE`` needs its transaction: its row lock lasts until the COMMIT."""
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+
+    with traced(_driver(store)) as messages, store.unit_of_work() as uow:
+        assert uow.users.get("usr_1", for_update=True) == user(1)
+        uow.users.add(user(2))
+        uow.commit()
+
+    assert parsed(messages) == ["BEGIN", "SELECT", "INSERT", "COMMIT"]
+    assert statuses(messages)[0] == "T"  # the lock's transaction stays open after the read
+    assert count(store, "users") == 2
+
+
+def test_a_write_that_needs_its_result_carries_the_begin(store: SqlStore) -> None:
+    """An ``UPDATE`` (its row count is read at once) after a plain read begins the transaction;
+    the insert after it goes with the COMMIT, and a rollback undoes both."""
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+
+    with traced(_driver(store)) as messages, store.unit_of_work() as uow:
+        found = uow.users.get("usr_1")
+        assert found is not None
+        uow.users.replace(evolve(found, email="new@example.com"))
+        uow.users.add(user(2))
+        uow.rollback()
+
+    assert parsed(messages) == ["SELECT", "BEGIN", "UPDATE"]  # then psycopg's own ROLLBACK
+    assert statuses(messages)[:2] == ["I", "T"]
+    with store.read_unit_of_work() as uow:
+        assert uow.users.get("usr_1") == user(1)
+        assert uow.users.get("usr_2") is None
+
+
+def test_a_commit_of_several_statements_keeps_its_begin_and_fails_whole(store: SqlStore) -> None:
+    """Two statements left at the COMMIT (an insert, then a multi-row insert, not joined) still
+    go between BEGIN and COMMIT: a duplicate in the second leaves the first unwritten too."""
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+
+    with traced(_driver(store)) as messages, pytest.raises(ConcurrentWrite), store.unit_of_work() as uow:
+        assert uow.users.get("usr_5") is None
+        uow.users.add(user(5))
+        uow.users.add_all([user(6), user(1)])
+        uow.commit()
+
+    assert parsed(messages)[:3] == ["SELECT", "BEGIN", "INSERT"]
+    with store.read_unit_of_work() as uow:
+        assert [found.id for found in uow.users.find_all({})] == ["usr_1"]
 
 
 def test_consecutive_inserts_leave_as_one_statement_and_all_of_them_are_written(store: SqlStore) -> None:
@@ -226,34 +310,31 @@ def test_a_connection_the_server_closed_while_pooled_is_replaced_at_checkout(sto
     assert count(store, "users") == 1
 
 
-def test_reads_before_a_write_go_in_its_transaction_in_a_read_then_write_block(store: SqlStore) -> None:
-    """``Runtime.read_then_write`` (a keyed write's credential, then the write): the read
-    carries the transaction's ``BEGIN`` and nothing runs in autocommit; outside a block the read
-    is a unit of work of its own, in autocommit, and the write begins its own transaction."""
+def test_a_read_then_write_block_shares_one_checkout_and_holds_no_transaction_open(store: SqlStore) -> None:
+    """``Runtime.read_then_write`` (a keyed write's credential, then the write): the read and
+    the write share one checkout of the pooled connection, where apart each is a unit of work of
+    its own. Either way the read runs in autocommit and the write's lone insert goes without
+    ``BEGIN`` or ``COMMIT``: no transaction is open between them."""
     runtime = store.runtime()
     assert runtime.reads_join_writes
+    checkouts: list[object] = []
+    event.listen(store._engine.pool, "checkout", lambda *args: checkouts.append(args))
 
-    def read_then_add(number: int) -> None:
-        assert runtime.read(lambda tx: tx.uow.users.get(f"usr_{number}")) is None
-        runtime.transaction(lambda tx: tx.uow.users.add(user(number)))
+    def read_then_add(number: int) -> list[str]:
+        with traced(_driver(store)) as messages:
+            checkouts.clear()
+            assert runtime.read(lambda tx: tx.uow.users.get(f"usr_{number}")) is None
+            runtime.transaction(lambda tx: tx.uow.users.add(user(number)))
+        return messages
 
-    with traced(_driver(store)) as joined, runtime.read_then_write():
-        read_then_add(1)
-    with traced(_driver(store)) as apart:
-        read_then_add(2)
+    with runtime.read_then_write():
+        joined = read_then_add(1)
+        joined_checkouts = len(checkouts)
+    apart = read_then_add(2)
 
-    def first_two_parsed(messages: list[str]) -> list[str]:
-        return [
-            "BEGIN" if "BEGIN" in query else "SELECT" if "SELECT" in query else "other"
-            for query in sent(messages, "Parse")[:2]
-        ]
-
-    def first_status(messages: list[str]) -> str:
-        return next(line for line in messages if "ReadyForQuery" in line).split()[-1]
-
-    assert first_two_parsed(joined) == ["BEGIN", "SELECT"]  # the read carries the BEGIN
-    assert first_status(joined) == "T"  # and leaves the transaction open for the write
-    assert first_two_parsed(apart) == ["SELECT", "BEGIN"]  # its own read, in autocommit
-    assert first_status(apart) == "I"
-    assert round_trips(joined) == round_trips(apart) == 2
+    assert (joined_checkouts, len(checkouts)) == (1, 2)
+    for messages in (joined, apart):
+        assert parsed(messages) == ["SELECT", "INSERT"]
+        assert statuses(messages) == ["I", "I"]
+        assert round_trips(messages) == 2
     assert count(store, "users") == 2
