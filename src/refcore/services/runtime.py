@@ -210,9 +210,9 @@ class Runtime:
     #: Called with the retry's number (0 for the first) before running the work again.
     pause: Callable[[int], None] = pause_before_retry
     #: Whether a read may open the unit of work of the write that follows it
-    #: (:meth:`read_then_write`): on PostgreSQL a transaction costs nothing until its first
-    #: statement, which carries its ``BEGIN``; SQLite's writers take turns for one lock, so a
-    #: read there must not take the turn before it knows there is a write to do.
+    #: (:meth:`read_then_write`): on PostgreSQL a transaction costs nothing until the first
+    #: statement that needs it, which carries its ``BEGIN``; SQLite's writers take turns for
+    #: one lock, so a read there must not take the turn before it knows there is a write to do.
     reads_join_writes: bool = False
     #: A block whose transactions, in the thread that runs it, are committed together when it
     #: ends, where the store can do that for less than committing each (SQLite's group commit:
@@ -339,8 +339,8 @@ class Runtime:
         A keyed write reads its credential, then writes: on PostgreSQL the credential's read had
         a unit of work of its own (a pooled connection's checkout and return, autocommit), 5 %
         of refcore's instructions for a payment (``bench/history.md``, twenty-first session). In
-        the block the read carries the write's ``BEGIN`` instead, and the write's first
-        statement goes on the same connection. Nothing the reads see changes: PostgreSQL reads
+        the block the read runs on the write's connection instead, ahead of its ``BEGIN``
+        (:mod:`refcore_sqlstore.postgres_round_trips`). Nothing the reads see changes: PostgreSQL reads
         ``READ COMMITTED``, each statement as of its start, in a transaction as outside one. A
         block whose reads are not followed by a transaction (the key was refused, the input
         was wrong) ends its unit of work without committing; a transaction that loses a race
