@@ -309,7 +309,14 @@ def record_refund(
         return Recorded(existing, created=False)
 
     def work(tx: Tx) -> Recorded:
-        # The replay check and the App in one statement on a SQL store (ports.lookups).
+        # The payment's row lock first, then the replay check and the App in one statement on
+        # a SQL store (ports.lookups): read under the lock, the check sees the same refund
+        # reported concurrently if it committed while this report waited for the lock
+        # (PostgreSQL reads at READ COMMITTED, each statement as of its start). A replay takes
+        # the lock too, for as long as its read, which saved a new refund a third read.
+        payment = tx.uow.payments.find_one(
+            {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}, for_update=True
+        )
         stored_ = Lookup("refunds", Refund, where)
         app_ = Lookup("apps", App, {"id": scope.app_id})
         found = tx.uow.look_up(stored_, app_)
@@ -317,12 +324,8 @@ def record_refund(
         if replayed is not None:
             return replayed
         _taking_revenue(found[app_], scope, source)
-        payment = _locked_payment(tx, scope, payment_id)
-        # Look again under the payment's lock: the same refund, reported concurrently, may have
-        # committed while this report waited for the lock (PostgreSQL reads at READ COMMITTED).
-        replayed = replay(tx.uow.refunds.find_one(where))
-        if replayed is not None:
-            return replayed
+        if payment is None:
+            raise NotFound.of("payment", payment_id)
         require_within_payment(payment, amount)
         refund = Refund(
             id=tx.new_id("txn"),
