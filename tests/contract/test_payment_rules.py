@@ -116,6 +116,17 @@ def test_interface_4_1_rule_6_refund_id_reused_for_another_payment_is_conflict_e
         world.refund(second.payment_id, 1_000, refund_id="re_1")
 
 
+def test_interface_4_1_rule_6_refund_id_reused_for_an_unknown_payment_is_conflict_not_not_found(
+    world: World,
+) -> None:
+    """The refund ID's identity is checked before the payment is looked for: a reused ID is a
+    conflict whether or not the payment it now names exists."""
+    first = world.pay(world.referred_customer(), A).record
+    world.refund(first.payment_id, 1_000, refund_id="re_1")
+    with world.rejects("idempotency_conflict", "refund_id"):
+        world.refund("pay_never_reported", 1_000, refund_id="re_1")
+
+
 @pytest.mark.parametrize(("identified_in", "reported_in"), [(TEST, LIVE), (LIVE, TEST)])
 def test_interface_4_1_rule_7_mixed_test_and_live_attribution_is_mode_mismatch(
     world: World, identified_in: object, reported_in: object

@@ -312,8 +312,9 @@ def record_refund(
         # The payment's row lock first, then the replay check and the App in one statement on
         # a SQL store (ports.lookups): read under the lock, the check sees the same refund
         # reported concurrently if it committed while this report waited for the lock
-        # (PostgreSQL reads at READ COMMITTED, each statement as of its start). A replay takes
-        # the lock too, for as long as its read, which saved a new refund a third read.
+        # (PostgreSQL reads at READ COMMITTED, each statement as of its start). A new refund
+        # reads twice instead of three times; a replay holds the lock for as long as its read.
+        # A missing payment is reported after the replay check, as before.
         payment = tx.uow.payments.find_one(
             {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}, for_update=True
         )

@@ -340,11 +340,11 @@ class Runtime:
         a unit of work of its own (a pooled connection's checkout and return, autocommit), 5 %
         of refcore's instructions for a payment (``bench/history.md``, twenty-first session). In
         the block the read runs on the write's connection instead, ahead of its ``BEGIN``
-        (:mod:`refcore_sqlstore.postgres_round_trips`). Nothing the reads see changes: PostgreSQL reads
-        ``READ COMMITTED``, each statement as of its start, in a transaction as outside one. A
-        block whose reads are not followed by a transaction (the key was refused, the input
-        was wrong) ends its unit of work without committing; a transaction that loses a race
-        runs again in a unit of work of its own.
+        (:mod:`refcore_sqlstore.postgres_round_trips`). Nothing the reads see changes:
+        PostgreSQL reads ``READ COMMITTED``, each statement as of its start, in a transaction as
+        outside one. A block whose reads are not followed by a transaction (the key was
+        refused, the input was wrong) ends its unit of work without committing; a transaction
+        that loses a race runs again in a unit of work of its own.
         """
         if not self.reads_join_writes:
             yield
