@@ -111,18 +111,26 @@ def _json_text(value: Any) -> str:
     return orjson.dumps(value).decode("utf-8")
 
 
-def _utc_session_options(url: URL) -> str:
-    """libpq ``options`` that run each session in UTC, then the URL's own ``options`` if any.
+#: Statements outside a transaction refcore began (every read, and a transaction's only write:
+#: :mod:`refcore_sqlstore.postgres_round_trips`) run at the isolation that refcore's own
+#: ``BEGIN`` states, whatever the server's, the database's or the role's default.
+_READ_COMMITTED = r"-c default_transaction_isolation=read\ committed"
+
+
+def _session_options(url: URL) -> str:
+    """libpq ``options`` for each session: UTC, then the URL's own ``options`` if any, then
+    ``READ COMMITTED`` as the default isolation.
 
     psycopg hands ``timestamptz`` values over in the session's time zone: in UTC they arrive
     as ``datetime.UTC`` values, which :class:`refcore_sqlstore.types.UtcDateTime` passes on
     untouched; in a named zone each value is built in that ``ZoneInfo`` and converted back
     (about 1.2 µs a value more). Nothing refcore stores or compares depends on the session's
     zone, so an operator's ``TimeZone`` in the URL's ``options`` still works (it comes later,
-    and wins), only slower."""
+    and wins), only slower. The isolation comes last, so that it holds: refcore's reads and
+    writes are built for ``READ COMMITTED`` (row locks where they need them)."""
     given = url.query.get("options")
     theirs = " ".join(given) if isinstance(given, tuple) else (given or "")
-    return f"-c TimeZone=UTC {theirs}".strip()
+    return " ".join(part for part in ("-c TimeZone=UTC", theirs, _READ_COMMITTED) if part)
 
 
 def create_store_engine(url: URL, *, pool_size: int = 10, max_overflow: int = 20) -> Engine:
@@ -146,7 +154,7 @@ def create_store_engine(url: URL, *, pool_size: int = 10, max_overflow: int = 20
         hide_parameters=True,
         json_serializer=_json_text,
         json_deserializer=orjson.loads,
-        connect_args={"options": _utc_session_options(url)},
+        connect_args={"options": _session_options(url)},
         pool_size=pool_size,
         max_overflow=max_overflow,
     )

@@ -41,8 +41,9 @@ changes below (``tests/sqlstore/test_postgres_round_trips.py`` counts them in li
   its own start, and before its first write a transaction has nothing of its own to see. If
   what is left to send at the ``COMMIT`` is one statement (a payment's joined inserts after
   its reads), it goes alone, without ``BEGIN`` or ``COMMIT``: in autocommit PostgreSQL runs a
-  statement as a transaction of its own, applied whole or not at all. A payment sends three
-  statements instead of five, and its key's read and its look-up hold no transaction open.
+  statement as a transaction of its own, applied whole or not at all, at the session's default
+  isolation, which :mod:`refcore_sqlstore.engine` sets to ``READ COMMITTED``. A payment sends
+  three statements instead of five, and its key's read and its look-up hold no transaction open.
 
 What changes for a deferred write is only *when* its error arrives: a duplicate key or a broken
 constraint is raised by the statement or the ``COMMIT`` that carried it, still inside the unit of
