@@ -11,35 +11,34 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import psycopg
 from sqlalchemy import make_url
 
 from refcore.clocks import ManualClock
 from refcore.models import Organization
 from refcore_sqlstore import SqlStore
 from tests.sqlstore.test_postgres_time_zone import CREATED, setting, store_with_options
+from tests.stores import psycopg_connect
+
+
+def _url(store: SqlStore) -> str:
+    return store._url.render_as_string(hide_password=False)
 
 
 @contextmanager
 def database_default(store: SqlStore, isolation: str) -> Iterator[None]:
     """``ALTER DATABASE … SET default_transaction_isolation`` for the block (new sessions only)."""
-    url = make_url(store._url.render_as_string(hide_password=False))
-    admin_url = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f"ALTER DATABASE \"{url.database}\" SET default_transaction_isolation = '{isolation}'")
+    database = make_url(_url(store)).database
+    with psycopg_connect(_url(store)) as admin:
+        admin.execute(f"ALTER DATABASE \"{database}\" SET default_transaction_isolation = '{isolation}'")
         try:
             yield
         finally:
-            admin.execute(f'ALTER DATABASE "{url.database}" RESET default_transaction_isolation')
+            admin.execute(f'ALTER DATABASE "{database}" RESET default_transaction_isolation')
 
 
 def test_sessions_default_to_read_committed_over_the_databases_serializable() -> None:
     with store_with_options(None) as probe, database_default(probe, "serializable"):
-        with psycopg.connect(
-            make_url(probe._url.render_as_string(hide_password=False))
-            .set(drivername="postgresql")
-            .render_as_string(hide_password=False)
-        ) as plain:  # what the database now gives a session without refcore's options
+        with psycopg_connect(_url(probe)) as plain:  # a session without refcore's options
             assert plain.execute("SHOW default_transaction_isolation").fetchone() == ("serializable",)
         with store_with_options(None) as store:
             assert setting(store, "default_transaction_isolation") == "read committed"
