@@ -276,10 +276,15 @@ def _lock_revenue_source(tx: Tx, app: App, mode: Mode, source: RevenueSource, am
         tx.uow.apps.replace(evolve(locked, live_revenue_source=source))
 
 
-def _locked_payment(tx: Tx, scope: Scope, payment_id: str) -> Payment:
-    payment = tx.uow.payments.find_one(
+def _locked_payment_if_any(tx: Tx, scope: Scope, payment_id: str) -> Payment | None:
+    """The scope's payment of ``payment_id``, its row locked until the transaction ends."""
+    return tx.uow.payments.find_one(
         {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}, for_update=True
     )
+
+
+def _locked_payment(tx: Tx, scope: Scope, payment_id: str) -> Payment:
+    payment = _locked_payment_if_any(tx, scope, payment_id)
     if payment is None:
         raise NotFound.of("payment", payment_id)
     return payment
@@ -315,9 +320,7 @@ def record_refund(
         # (PostgreSQL reads at READ COMMITTED, each statement as of its start). A new refund
         # reads twice instead of three times; a replay holds the lock for as long as its read.
         # A missing payment is reported after the replay check, as before.
-        payment = tx.uow.payments.find_one(
-            {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}, for_update=True
-        )
+        payment = _locked_payment_if_any(tx, scope, payment_id)
         stored_ = Lookup("refunds", Refund, where)
         app_ = Lookup("apps", App, {"id": scope.app_id})
         found = tx.uow.look_up(stored_, app_)
