@@ -15,7 +15,9 @@ which runs that work again alone once the batch has ended.
 :meth:`Runtime.read` runs its work in a read-only unit of work; inside a
 :meth:`Runtime.shared_read` block every read shares one (see there). Inside a
 :meth:`Runtime.read_then_write` block, on a store whose reads may join its writes, the reads
-and the first transaction after them share one unit of work, which the transaction commits.
+and the first transaction after them share one unit of work, which the transaction commits;
+a lookup the block must find (:meth:`Runtime.check_with_first_read`) rides with the first
+``look_up`` of its work (:mod:`refcore.services.first_read_checks`).
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ from typing import Any, TypeVar
 
 from attrs import define, field
 
-from refcore.errors import ConcurrentWrite, Conflict, InternalError
+from refcore.errors import ConcurrentWrite, Conflict, InternalError, RefcoreError
 from refcore.models import Event, EventType
 from refcore.ports import Clock, EventNotifier, IdGenerator, UnitOfWork, UnitOfWorkFactory
+from refcore.ports.lookups import Lookup
+from refcore.services.first_read_checks import FirstReadCheck, checking
 
 T = TypeVar("T")
 
@@ -110,6 +114,8 @@ class _SharedWrite(_SharedRead):
         super().__init__(runtime)
         #: Whether reads and a transaction may still join the unit of work.
         self.open = True
+        #: What the block's units of work must answer (:meth:`Runtime.check_with_first_read`).
+        self.check: FirstReadCheck | None = None
 
     @property
     def reading_now(self) -> bool:
@@ -161,6 +167,14 @@ def _sharing(current: ContextVar[_Shared | None], shared: _Shared) -> Iterator[N
     finally:
         current.reset(token)
         shared.close()
+
+
+def _check_of(runtime: Runtime) -> FirstReadCheck | None:
+    """The check of the :meth:`Runtime.read_then_write` block of ``runtime`` running now, if any."""
+    shared = _SHARED_WRITE.get()
+    if shared is None or shared.runtime is not runtime:
+        return None
+    return shared.check
 
 
 class NullNotifier:
@@ -228,7 +242,8 @@ class Runtime:
             if attempt:
                 self.pause(attempt - 1)
             try:
-                with self._write_unit_of_work() as uow:
+                with self._write_unit_of_work() as opened:
+                    uow = checking(opened, _check_of(self))
                     tx = Tx(uow=uow, now=self.clock.now(), ids=self.ids)
                     result = work(tx)
                     uow.commit()
@@ -310,6 +325,7 @@ class Runtime:
         else:
             opened = factory()
         with opened as uow:
+            uow = checking(uow, _check_of(self))
             return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
 
     @contextmanager
@@ -349,5 +365,38 @@ class Runtime:
         if not self.reads_join_writes:
             yield
             return
-        with _sharing(_SHARED_WRITE, _SharedWrite(self)):
-            yield
+        shared = _SharedWrite(self)
+        try:
+            with _sharing(_SHARED_WRITE, shared):
+                yield
+        except Exception as error:
+            # A refusal of the check takes the place of the block's own error (the refusal
+            # itself may be that error: then it is on its way out already).
+            if shared.check is not None and error is not shared.check.raised:
+                self._answer(shared.check)
+            raise
+        if shared.check is not None:
+            self._answer(shared.check)
+
+    def check_with_first_read(self, lookup: Lookup[Any], refusal: Callable[[], RefcoreError]) -> bool:
+        """Let ``lookup``, which must find a record (else ``refusal()`` is raised), ride with
+        the first read of the :meth:`read_then_write` block running now, instead of a read of
+        its own (:mod:`refcore.services.first_read_checks`). Returns ``False``, taking nothing,
+        outside such a block: the caller then reads it itself.
+
+        Every unit of work of the block answers the check with its first lookup, or before
+        its first write or its commit, and the block does not end, normally or with an error,
+        before the check is answered: a refusal then takes the place of the block's own error.
+        So nothing is committed, and a caller that answers only once the block has ended
+        answers nothing, that the check would have refused."""
+        shared = _SHARED_WRITE.get()
+        if shared is None or shared.runtime is not self or shared.check is not None:
+            return False
+        shared.check = FirstReadCheck(lookup, refusal)
+        return True
+
+    def _answer(self, check: FirstReadCheck) -> None:
+        """Answer ``check`` if nothing of the block did, in a read of its own."""
+        if check.pending:
+            self.read(lambda tx: check.settle(tx.uow.look_up(check.lookup)))
+        check.refuse_if_refused()
