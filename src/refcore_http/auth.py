@@ -3,9 +3,10 @@
 The header is read on the event loop (:func:`credential_of`: a missing or malformed one is
 ``401`` before anything else is read). The credential is then resolved by
 :func:`refcore.services.tenancy.authenticate` (sessions and keys are stored only as digests, and
-looked up on every request: nothing is kept between requests, so a revoked key fails at once;
-only the requests of one write batch, which arrived together and are committed together, share
-one lookup of a key, see :func:`principals_shared`) in the *same*
+checked on every request, so a revoked key fails at once; the requests of one write batch,
+which arrived together and are committed together, share one lookup of a key, see
+:func:`principals_shared`; on PostgreSQL a write with a key authenticated before checks only
+that it still stands, in its first read, see :mod:`refcore_http.known_keys`) in the *same*
 worker thread as the handler (:func:`principal_of`, called by :mod:`refcore_http.dispatch`):
 one thread hop per request instead of two, each hop costing a thread wake-up. Then the
 endpoint's :class:`Access` decides whether this kind of credential may call it at all
@@ -26,6 +27,7 @@ from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from refcore.services.tenancy import authenticate
 from refcore_http.endpoints import Access
+from refcore_http.known_keys import KnownKeys
 from refcore_http.request_headers import header
 
 _MAX_CREDENTIAL = 512
@@ -72,15 +74,24 @@ def principals_shared() -> Iterator[None]:
         _SHARED.found = None
 
 
-def principal_of(runtime: Runtime, access: Access, credential: str) -> Principal:
+def principal_of(
+    runtime: Runtime, access: Access, credential: str, known: KnownKeys | None = None
+) -> Principal:
     """The principal of ``credential`` (``401`` when unknown or revoked), if ``access`` takes its
-    kind (``403`` otherwise). Synchronous: it reads the database, so it runs in a worker thread."""
+    kind (``403`` otherwise). Synchronous: it reads the database, so it runs in a worker thread.
+
+    With ``known``, a key authenticated before is taken as it was, and the write running now
+    checks in its first read that it still stands (:mod:`refcore_http.known_keys`)."""
     found: dict[str, Principal] | None = getattr(_SHARED, "found", None)
     principal = found.get(credential) if found is not None else None
+    if principal is None and known is not None:
+        principal = known.principal(runtime, credential)
     if principal is None:
         principal = authenticate(runtime, credential)
         if found is not None:
             found[credential] = principal
+        if known is not None:
+            known.remember(runtime, credential, principal)
     if principal.kind not in access.kinds:
         raise Forbidden(f"This endpoint needs {access.description}")
     return principal

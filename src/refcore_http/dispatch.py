@@ -13,7 +13,8 @@ authentication passed, so the answer stays the one of the pipeline's order (a ba
 ``401`` whatever the body). A ``GET`` authenticates and reads in one read-only unit of work
 (:meth:`~refcore.services.runtime.Runtime.shared_read`) instead of one each; any other request
 authenticates in the unit of work of its write, where the store allows it
-(:meth:`~refcore.services.runtime.Runtime.read_then_write`).
+(:meth:`~refcore.services.runtime.Runtime.read_then_write`): there a key authenticated before
+is only checked to be still standing, in the write's first read (:mod:`.known_keys`).
 
 An endpoint may also have a shortcut (``Endpoint.shortcut``: public capture, the busiest
 request there is): a request that sends no credential and no query has its body read and
@@ -34,7 +35,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
 from typing import Any, cast
 
-from attrs import frozen
+from attrs import field, frozen
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
@@ -58,6 +59,7 @@ from refcore_http.endpoints import (
 )
 from refcore_http.errors import internal_error_response, log_unhandled, refcore_error_response
 from refcore_http.json_response import JsonResponse
+from refcore_http.known_keys import KnownKeys
 from refcore_http.queries import parse_query
 from refcore_http.request_headers import header
 from refcore_http.settings import Settings
@@ -85,6 +87,8 @@ class Context:
     capture_batches: CaptureBatches
     #: Where ``batched`` endpoints run, when the store has write batches (SQLite).
     write_batches: WriteBatches | None = None
+    #: The keys this app has authenticated (:mod:`refcore_http.known_keys`).
+    known_keys: KnownKeys = field(factory=KnownKeys)
 
 
 async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> tuple[Any, frozenset[str]]:
@@ -202,7 +206,9 @@ async def _pipeline(request: Request, endpoint: Endpoint, context: Context) -> R
     visitor = visitor_of(request, context.settings.trusted_proxies)
 
     def authenticate() -> Principal | None:
-        return None if credential is None else principal_of(context.runtime, endpoint.access, credential)
+        if credential is None:
+            return None
+        return principal_of(context.runtime, endpoint.access, credential, context.known_keys)
 
     def call_as(principal: Principal | None, unchecked_credential: str | None = None) -> Call:
         if parse_error is not None:

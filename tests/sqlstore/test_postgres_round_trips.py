@@ -21,8 +21,10 @@ import pytest
 from attrs import evolve
 from sqlalchemy import event
 
-from refcore.errors import ConcurrentWrite
+from refcore.errors import ConcurrentWrite, Unauthenticated
 from refcore.models import User
+from refcore.ports.lookups import Lookup
+from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
 from tests.sqlstore.raw import count
 
@@ -338,3 +340,32 @@ def test_a_read_then_write_block_shares_one_checkout_and_holds_no_transaction_op
         assert statuses(messages) == ["I", "I"]
         assert round_trips(messages) == 2
     assert count(store, "users") == 2
+
+
+def test_a_first_read_check_goes_in_the_statement_of_the_works_lookup(store: SqlStore) -> None:
+    """``Runtime.check_with_first_read`` (a known key's "still not revoked?"): the check is a
+    join of the write's own lookup, so the write sends its lookup and its insert, nothing more;
+    without a lookup the check is a statement of its own before the commit."""
+    runtime = store.runtime()
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+    check = Lookup("users", User, {"id": "usr_1", "email": user(1).email})
+
+    def look_up_then_add(tx: Tx) -> None:
+        wanted = Lookup("users", User, {"id": "usr_2"})
+        assert tx.uow.look_up(wanted)[wanted] is None
+        tx.uow.users.add(user(2))
+
+    with traced(_driver(store)) as messages, runtime.read_then_write():
+        assert runtime.check_with_first_read(check, lambda: Unauthenticated("revoked"))
+        runtime.transaction(look_up_then_add)
+    assert parsed(messages) == ["SELECT", "INSERT"]
+    # One SELECT of two lookups' columns: the check's (refcore_l0) and the work's (refcore_l1).
+    assert "refcore_l1.id" in sent(messages, "Parse")[0]
+
+    with traced(_driver(store)) as messages, runtime.read_then_write():
+        assert runtime.check_with_first_read(check, lambda: Unauthenticated("revoked"))
+        runtime.transaction(lambda tx: tx.uow.users.add(user(3)))
+    assert parsed(messages) == ["SELECT", "INSERT"]  # the check alone, then the insert
+    assert count(store, "users") == 3

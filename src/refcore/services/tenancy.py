@@ -7,6 +7,7 @@ from attrs import evolve, frozen
 from refcore.credentials import digest, new_secret
 from refcore.errors import Forbidden, NotFound, Unauthenticated, ValidationError
 from refcore.models import ApiKey, App, KeyKind, Membership, Mode, Organization, Session, User
+from refcore.ports.lookups import Lookup
 from refcore.services.access import require_app, require_organization
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal, PrincipalKind
@@ -77,7 +78,20 @@ def principal_in(tx: Tx, credential: str) -> Principal:
                 program_affiliate_id=key.program_affiliate_id,
                 key_id=key.id,
             )
-    raise Unauthenticated("Invalid or revoked credential")
+    raise refused_credential()
+
+
+def refused_credential() -> Unauthenticated:
+    """What an unknown or revoked credential gets, however it was found out."""
+    return Unauthenticated("Invalid or revoked credential")
+
+
+def key_still_standing(hashed: str, principal: Principal) -> Lookup[ApiKey]:
+    """The lookup that finds the key of digest ``hashed``, which :func:`principal_in` found to
+    be ``principal``, only while it still is: not revoked. Revoking is the one change a key
+    ever sees (its App, mode, kind and program affiliate are set when it is issued), so this
+    is all of :func:`principal_in` that can change for it."""
+    return Lookup("api_keys", ApiKey, {"digest": hashed, "id": principal.key_id, "revoked_at": None})
 
 
 def _require_session(principal: Principal) -> str:
