@@ -45,8 +45,8 @@ class KnownKeys:
         """The principal ``credential`` authenticated as before, provided ``runtime`` checks in
         the work running now that the key still stands; ``None`` (nothing taken) when the key
         is not known here or the runtime cannot take the check where the work runs."""
-        if not credential.startswith(_KEY_PREFIX):
-            return None
+        if not self._principals or not credential.startswith(_KEY_PREFIX):
+            return None  # nothing known (SQLite keeps nothing): no digest to make
         hashed = digest(credential)
         known = self._principals.get(hashed)
         if known is None:
