@@ -2,8 +2,9 @@
 database only whether the key still stands, in the first read of its own work.
 
 On PostgreSQL a keyed write read its key in a statement of its own, then did its work: that
-statement was a fifth of refcore's CPU for a payment (``bench/history.md``, twenty-ninth
-session). What a key authenticates as (its App, mode, kind and program affiliate) is fixed when
+statement took 31 % of refcore's CPU for a payment made in-process, as much as the payment's
+lookup of six records, and 5 % of its instructions over HTTP (``bench/history.md``,
+twenty-ninth session). What a key authenticates as (its App, mode, kind and program affiliate) is fixed when
 it is issued; only its revocation can change. So once a key has been authenticated, a write
 with it on a store whose reads join its writes
 (:meth:`~refcore.services.runtime.Runtime.read_then_write`) takes the principal known here and

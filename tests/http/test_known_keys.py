@@ -41,10 +41,12 @@ def lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield seen
 
 
-def _click(client: Client, tenant: Tenant) -> str:
-    return str(
-        expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)["click_id"]
-    )
+def _serving(runtime: Runtime, settings: Settings, name: str) -> tuple[Client, Tenant, str]:
+    """An app over ``runtime``, a tenant, and a click of the tenant's link to identify."""
+    client = Client(create_app(runtime, settings))
+    tenant = new_tenant(client, runtime, name)
+    captured = expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
+    return client, tenant, str(captured["click_id"])
 
 
 def _revoke_live_key(client: Client, tenant: Tenant) -> None:
@@ -60,9 +62,7 @@ def _customer_emails(runtime: Runtime) -> list[str]:
 def test_known_key_a_write_with_it_reads_no_key_of_its_own(
     joining: Runtime, settings: Settings, lookups: list[str]
 ) -> None:
-    client = Client(create_app(joining, settings))
-    tenant = new_tenant(client, joining, "known")
-    click = _click(client, tenant)
+    client, tenant, click = _serving(joining, settings, "known")
     lookups.clear()
 
     for n in range(3):
@@ -80,9 +80,7 @@ def test_known_key_a_write_with_it_reads_no_key_of_its_own(
 def test_known_key_revoked_stops_working_at_once_and_writes_nothing(
     joining: Runtime, settings: Settings, lookups: list[str]
 ) -> None:
-    client = Client(create_app(joining, settings))
-    tenant = new_tenant(client, joining, "revoked")
-    click = _click(client, tenant)
+    client, tenant, click = _serving(joining, settings, "revoked")
     expect(client.post("/v1/identify", tenant.live_key, {"click_id": click, "email": "before@b.io"}), 201)
     _revoke_live_key(client, tenant)
     lookups.clear()
@@ -107,15 +105,13 @@ def test_known_key_revoked_stops_working_at_once_and_writes_nothing(
 def test_known_key_revoked_is_401_whatever_else_is_wrong(
     joining: Runtime, settings: Settings, path: str, body: dict[str, object], status_if_standing: int
 ) -> None:
-    client = Client(create_app(joining, settings))
-    tenant = new_tenant(client, joining, "precedence")
-    _click(client, tenant)
+    client, tenant, _click = _serving(joining, settings, "precedence")
     expect(client.post(path, tenant.live_key, body), status_if_standing)  # known, still standing
     _revoke_live_key(client, tenant)
     expect(client.post(path, tenant.live_key, body), 401, "unauthenticated")
 
 
-def test_known_key_is_kept_only_where_reads_join_writes(runtime: Runtime, settings: Settings) -> None:
+def test_known_key_is_kept_only_where_reads_join_writes(runtime: Runtime) -> None:
     """SQLite and the memory store as configured: every keyed write reads its key, as before."""
     assert not runtime.reads_join_writes
     known = KnownKeys()
