@@ -205,10 +205,14 @@ async def _pipeline(request: Request, endpoint: Endpoint, context: Context) -> R
     params = dict(request.path_params)
     visitor = visitor_of(request, context.settings.trusted_proxies)
 
+    # Only a write's block (read_then_write) can check a known key in its first read; a GET
+    # would make the key's digest for nothing.
+    known_keys = None if endpoint.method == "GET" else context.known_keys
+
     def authenticate() -> Principal | None:
         if credential is None:
             return None
-        return principal_of(context.runtime, endpoint.access, credential, context.known_keys)
+        return principal_of(context.runtime, endpoint.access, credential, known_keys)
 
     def call_as(principal: Principal | None, unchecked_credential: str | None = None) -> Call:
         if parse_error is not None:

@@ -4,13 +4,15 @@ database only whether the key still stands, in the first read of its own work.
 On PostgreSQL a keyed write read its key in a statement of its own, then did its work: that
 statement took 31 % of refcore's CPU for a payment made in-process, as much as the payment's
 lookup of six records, and 5 % of its instructions over HTTP (``bench/history.md``,
-twenty-ninth session). What a key authenticates as (its App, mode, kind and program affiliate) is fixed when
-it is issued; only its revocation can change. So once a key has been authenticated, a write
-with it on a store whose reads join its writes
+twenty-ninth session). What a key authenticates as (its App, mode, kind and program
+affiliate) is fixed when it is issued; only its revocation can change. So once a write has
+authenticated a key, a later write with it on a store whose reads join its writes
 (:meth:`~refcore.services.runtime.Runtime.read_then_write`) takes the principal known here and
 leaves the one open question, "is this key still not revoked?", to the write's first read
 (:meth:`~refcore.services.runtime.Runtime.check_with_first_read`): a payment's or identify's
-lookup of everything it reads carries it in the same statement.
+lookup of everything it reads carries it in the same statement. ``GET`` requests neither use
+nor fill this memory: their reads cannot take the check, so a digest would be made for
+nothing.
 
 Nothing is taken on trust: every request still asks the database about its key, and is answered
 only after the database said yes, so a revoked key fails at once, on every server process, as

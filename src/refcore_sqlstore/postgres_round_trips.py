@@ -8,7 +8,9 @@ key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes 
 one statement each: the key's lookup; its six reads, joined into one
 (:mod:`refcore_sqlstore.lookups`); and its four inserts, joined into one
 (:mod:`refcore_sqlstore.joined_inserts`), which needs no ``BEGIN`` or ``COMMIT``, by the four
-changes below (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace):
+changes below (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace).
+With a key the server has authenticated before it makes two: the key's check rides with the
+six reads (:mod:`refcore_http.known_keys`).
 
 - **Liveness without a round trip.** Instead of SQLAlchemy's ``pool_pre_ping`` (a ``;`` sent at
   every checkout), :func:`refuse_closed_connection` looks at the idle connection's socket. A

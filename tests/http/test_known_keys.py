@@ -77,6 +77,22 @@ def test_known_key_a_write_with_it_reads_no_key_of_its_own(
     assert lookups == [tenant.live_key, tenant.test_key]
 
 
+def test_known_key_gets_neither_use_nor_fill_the_known_keys(
+    joining: Runtime, settings: Settings, lookups: list[str]
+) -> None:
+    """A ``GET``'s reads cannot take the check: it reads its key every time, and teaches
+    nothing to the writes after it."""
+    client, tenant, click = _serving(joining, settings, "reads")
+    lookups.clear()
+    expect(client.get("/v1/clicks", tenant.live_key), 200)
+    expect(client.get("/v1/clicks", tenant.live_key), 200)
+    assert lookups == [tenant.live_key] * 2
+    expect(client.post("/v1/identify", tenant.live_key, {"click_id": click, "email": "w@b.io"}), 201)
+    assert lookups == [tenant.live_key] * 3  # not known from the GETs: read on its own once
+    expect(client.get("/v1/clicks", tenant.live_key), 200)
+    assert lookups == [tenant.live_key] * 4  # known now, but a GET still reads it
+
+
 def test_known_key_revoked_stops_working_at_once_and_writes_nothing(
     joining: Runtime, settings: Settings, lookups: list[str]
 ) -> None:

@@ -69,6 +69,13 @@ class FirstReadCheck:
         if self.state is CheckState.REFUSED:
             raise self.refusal()
 
+    def answer(self, uow: UnitOfWork) -> None:
+        """Answer the check by a lookup of its own in ``uow`` if nothing answered it yet; raise
+        the refusal if it was refused."""
+        if self.pending:
+            self.settle(uow.look_up(self.lookup))
+        self.refuse_if_refused()
+
 
 class CheckingUnitOfWork:
     """A unit of work whose ``check`` is answered by its first lookup, or before its first
@@ -104,10 +111,7 @@ class CheckingUnitOfWork:
         return _WritesAnswerTheCheck(found, self._answer_check)
 
     def _answer_check(self) -> None:
-        check = self._check
-        if check.pending:
-            check.settle(self._inner.look_up(check.lookup))
-        check.refuse_if_refused()
+        self._check.answer(self._inner)
 
 
 class _WritesAnswerTheCheck:

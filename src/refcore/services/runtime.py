@@ -398,5 +398,5 @@ class Runtime:
     def _answer(self, check: FirstReadCheck) -> None:
         """Answer ``check`` if nothing of the block did, in a read of its own."""
         if check.pending:
-            self.read(lambda tx: check.settle(tx.uow.look_up(check.lookup)))
+            self.read(lambda tx: check.answer(tx.uow))
         check.refuse_if_refused()
