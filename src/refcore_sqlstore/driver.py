@@ -152,10 +152,10 @@ class DriverStatement:
         return count
 
     def send(self, connection: Connection, params: Mapping[str, Any]) -> None:
-        """Run a write whose outcome the caller does not look at (an ``INSERT``). On PostgreSQL
-        it leaves with the connection's next statement or its ``COMMIT``, in the same round trip
-        (:mod:`refcore_sqlstore.postgres_round_trips`), and its error, if any, is raised there;
-        elsewhere it runs now."""
+        """Run a write whose outcome the caller does not look at (an ``INSERT``, an ``UPDATE``
+        of a locked row). On PostgreSQL it leaves with the connection's next statement or its
+        ``COMMIT``, in the same round trip (:mod:`refcore_sqlstore.postgres_round_trips`), and
+        its error, if any, is raised there; elsewhere it runs now."""
         self._send(connection, self.parameters(params), many=False)
 
     def send_many(self, connection: Connection, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -7,7 +7,7 @@ seventeen: the pool's liveness ping and ``BEGIN`` before each of its two units o
 key's lookup and ``COMMIT``, six selects, four inserts and ``COMMIT``. It makes three now, of
 one statement each: the key's lookup; its six reads, joined into one
 (:mod:`refcore_sqlstore.lookups`); and its four inserts, joined into one
-(:mod:`refcore_sqlstore.joined_inserts`), which needs no ``BEGIN`` or ``COMMIT``, by the four
+(:mod:`refcore_sqlstore.joined_writes`), which needs no ``BEGIN`` or ``COMMIT``, by the four
 changes below (``tests/sqlstore/test_postgres_round_trips.py`` counts them in libpq's trace).
 With a key the server has authenticated before it makes two: the key's check rides with the
 six reads (:mod:`refcore_http.known_keys`).
@@ -21,12 +21,13 @@ six reads (:mod:`refcore_http.known_keys`).
   checks out another, as after a failed ping. A server that vanished
   without closing its end fails the first statement instead, which the ping would also have
   waited on.
-- **Writes whose result nothing needs wait for the next statement.** An ``INSERT``
-  (:meth:`DriverStatement.send <refcore_sqlstore.driver.DriverStatement.send>`) is kept on the
+- **Writes whose result nothing needs wait for the next statement.** An ``INSERT``, or an
+  ``UPDATE`` of a row the unit of work has locked
+  (:meth:`DriverStatement.send <refcore_sqlstore.driver.DriverStatement.send>`), is kept on the
   connection (:func:`defer`) and sent in one pipeline with whatever statement comes next: a
   ``SELECT``, which then sees it as before, or the ``COMMIT``. A payment's four inserts and
   its commit are one round trip, and the four inserts one statement
-  (:mod:`refcore_sqlstore.joined_inserts`).
+  (:mod:`refcore_sqlstore.joined_writes`); so are a refund's inserts and its payment's update.
 - **``BEGIN`` goes with the first statement.** psycopg sends its own ``BEGIN`` before a
   transaction's first statement and waits for the answer, even inside a pipeline: a round trip
   that carries nothing. So the driver runs in autocommit (:func:`driver_autocommit`, at
@@ -66,7 +67,7 @@ from sqlalchemy import Connection, Engine, event, exc
 from sqlalchemy.engine.interfaces import DBAPIConnection, ExecutionContext
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
-from refcore_sqlstore.joined_inserts import Deferred, joined
+from refcore_sqlstore.joined_writes import Deferred, joined
 from refcore_sqlstore.read_only_begin import READ_ONLY_BEGIN
 
 #: Where a connection's deferred writes wait (``Connection.info``, its pool entry's ``info``).
@@ -131,7 +132,7 @@ def _driver(connection: Connection) -> psycopg.Connection[Any]:
 
 
 def _send(driver: psycopg.Connection[Any], pending: Sequence[Deferred]) -> None:
-    """Run the deferred statements in order, consecutive inserts as one (:mod:`.joined_inserts`)."""
+    """Run the deferred statements in order, consecutive writes as one (:mod:`.joined_writes`)."""
     _run_all(driver, joined(pending))
 
 

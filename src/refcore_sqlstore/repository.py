@@ -1,8 +1,10 @@
 """``Repository[M]`` over one SQL table, inside the connection of one unit of work.
 
-Writes are executed at once (inside the unit of work's transaction, so nobody else sees them
-before commit): a unique key already taken surfaces at the ``add`` that takes it, as
-:class:`refcore.errors.ConcurrentWrite`. Queries are equality filters ordered by ``id``; every
+Writes run inside the unit of work's transaction, so nobody else sees them before commit. On
+PostgreSQL an insert, and an update of a row the unit of work locked, leave with its next
+statement or its ``COMMIT`` (:mod:`refcore_sqlstore.postgres_round_trips`): a unique key already
+taken surfaces there, as :class:`refcore.errors.ConcurrentWrite`, still inside the unit of work;
+elsewhere at the ``add`` that takes it. Queries are equality filters ordered by ``id``; every
 one the services run is backed by an index ending in ``id`` (see :mod:`refcore_sqlstore.tables`).
 """
 
@@ -49,6 +51,8 @@ class SqlRepository(Generic[M]):
         #: The row of each record this unit of work read by ``get``/``find_one``, as the
         #: database holds it now: ``replace`` then sets only the columns that changed.
         self._rows: dict[str, Mapping[Any, Any]] = {}
+        #: The ids of the rows this unit of work read ``for_update``: locked until it ends.
+        self._locked: set[str] = set()
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -62,24 +66,27 @@ class SqlRepository(Generic[M]):
             rows = statement.fetch_tuples(self._connection, params)
         return [self._mapper.from_columns(row) for row in rows]
 
-    def _fetch_one(self, statement: DriverStatement, params: Mapping[str, Any]) -> M | None:
+    def _fetch_one(self, statement: DriverStatement, params: Mapping[str, Any], *, locks: bool) -> M | None:
         with database_errors():
             rows = statement.fetch(self._connection, params)
         if not rows:
             return None
         stored = rows[0]
         self._rows[stored["id"]] = stored
+        if locks:
+            self._locked.add(stored["id"])
         return self._mapper.from_row(stored)
 
     def get(self, id: str, *, for_update: bool = False) -> M | None:
-        return self._fetch_one(self._statements.by_id(for_update=for_update), TableStatements.id_param(id))
+        statement = self._statements.by_id(for_update=for_update)
+        return self._fetch_one(statement, TableStatements.id_param(id), locks=for_update)
 
     def find_one(self, where: Mapping[str, object], *, for_update: bool = False) -> M | None:
         # No ORDER BY: the port promises a single match, and sorting would keep the database
         # from answering a unique lookup straight from its index.
         columns = self._columns(where)
         statement = self._statements.one(TableStatements.shape(columns), for_update=for_update)
-        return self._fetch_one(statement, TableStatements.params(columns))
+        return self._fetch_one(statement, TableStatements.params(columns), locks=for_update)
 
     def find_all(self, where: Mapping[str, object]) -> list[M]:
         columns = self._columns(where)
@@ -118,7 +125,13 @@ class SqlRepository(Generic[M]):
     def replace(self, item: M) -> None:
         """Write ``item`` over its row. When this unit of work read the row, only the columns
         that differ are set (the rest already hold these values in this transaction): closing
-        an event then writes ``delivered_at`` alone instead of re-encoding its JSON payload."""
+        an event then writes ``delivered_at`` alone instead of re-encoding its JSON payload.
+
+        A row this unit of work locked (``for_update``) is there until it ends, so its
+        ``UPDATE`` is sent like an insert, its row count unread: on PostgreSQL with the next
+        statement or the ``COMMIT``, joined with the writes around it
+        (:mod:`refcore_sqlstore.joined_writes`); a refund's update of its payment then costs
+        no round trip of its own."""
         if self._append_only:
             raise TypeError(f"{self._table.name} is append-only")
         self._require_writable()
@@ -132,10 +145,14 @@ class SqlRepository(Generic[M]):
             }
             # Nothing changed: the full row, as before (the UPDATE still locks and checks the row).
             values = changed or row
+        statement = self._statements.update_by_id(values)
+        params = {**values, **TableStatements.id_param(id)}
+        matched = 1
         with database_errors():
-            matched = self._statements.update_by_id(values).execute(
-                self._connection, {**values, **TableStatements.id_param(id)}
-            )
+            if id in self._locked:
+                statement.send(self._connection, params)
+            else:
+                matched = statement.execute(self._connection, params)
         if matched == 0:
             raise KeyError(id)
         if before is not None:

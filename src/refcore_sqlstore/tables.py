@@ -420,6 +420,16 @@ affiliate_balance_buckets = Table(
     Index(None, "grain", "bucket"),
 )
 
+#: By table, the columns the balance triggers watch (``AFTER UPDATE OF``) or read from a row
+#: another statement writes. An ``UPDATE`` that sets one moves amounts between buckets according
+#: to what the statements before it wrote, so it is never joined with them into one statement
+#: (:mod:`refcore_sqlstore.joined_writes`); ``tests/sqlstore/test_joined_writes.py`` checks the
+#: migrated schema's triggers watch nothing else.
+TRIGGER_COLUMNS: dict[str, frozenset[str]] = {
+    "payments": frozenset({"open_dispute_count"}),
+    "payout_items": frozenset({"active_entry_id"}),
+}
+
 # -- events and webhooks ---------------------------------------------------------------------
 
 events = Table(

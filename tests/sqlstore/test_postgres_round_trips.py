@@ -157,6 +157,74 @@ def test_a_write_that_needs_its_result_carries_the_begin(store: SqlStore) -> Non
         assert uow.users.get("usr_2") is None
 
 
+def test_an_update_of_a_locked_row_goes_with_the_commit_joined_with_the_inserts(store: SqlStore) -> None:
+    """``refcore_sqlstore.joined_writes``: a row read ``FOR UPDATE`` is there until the commit,
+    so its ``UPDATE`` needs no round trip of its own (a refund's update of its payment)."""
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+
+    with traced(_driver(store)) as messages, store.unit_of_work() as uow:
+        locked = uow.users.get("usr_1", for_update=True)
+        assert locked is not None
+        uow.users.replace(evolve(locked, email="new@example.com"))
+        uow.users.add(user(2))
+        uow.commit()
+
+    assert parsed(messages) == ["BEGIN", "SELECT", "WITH", "COMMIT"]
+    assert round_trips(messages) == 2
+    assert "UPDATE users" in sent(messages, "Parse")[2]
+    with store.read_unit_of_work() as uow:
+        assert uow.users.get("usr_1") == evolve(user(1), email="new@example.com")
+        assert uow.users.get("usr_2") == user(2)
+
+
+def test_a_locked_row_updated_twice_takes_both_updates_in_order(store: SqlStore) -> None:
+    """PostgreSQL applies only one of two updates of a row in one statement, so the second
+    starts a statement of its own (still in the commit's round trip)."""
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+
+    with traced(_driver(store)) as messages, store.unit_of_work() as uow:
+        locked = uow.users.get("usr_1", for_update=True)
+        assert locked is not None
+        uow.users.replace(evolve(locked, email="first@example.com"))
+        uow.users.add(user(2))
+        uow.users.replace(evolve(locked, email="second@example.com"))
+        uow.commit()
+
+    assert parsed(messages) == ["BEGIN", "SELECT", "WITH", "UPDATE", "COMMIT"]
+    assert round_trips(messages) == 2
+    with store.read_unit_of_work() as uow:
+        assert uow.users.get("usr_1") == evolve(user(1), email="second@example.com")
+        assert uow.users.get("usr_2") == user(2)
+
+
+def test_a_deferred_update_refused_at_commit_fails_the_unit_of_work_whole(store: SqlStore) -> None:
+    """The update's error arrives with the statement that carries it, translated as before (a
+    taken unique email: a lost race), and nothing of the unit of work is written."""
+    with store.unit_of_work() as uow:
+        uow.users.add_all([user(1), user(2)])
+        uow.commit()
+
+    with pytest.raises(ConcurrentWrite), store.unit_of_work() as uow:
+        locked = uow.users.get("usr_2", for_update=True)
+        assert locked is not None
+        uow.users.replace(evolve(locked, email=user(1).email))
+        uow.users.add(user(3))
+        uow.commit()
+
+    with store.read_unit_of_work() as uow:
+        assert [found.email for found in uow.users.find_all({})] == [user(1).email, user(2).email]
+
+
+def test_an_update_of_a_missing_row_is_still_a_key_error(store: SqlStore) -> None:
+    """Only a row this unit of work locked skips its row count: any other update reads it."""
+    with pytest.raises(KeyError), store.unit_of_work() as uow:
+        uow.users.replace(user(9))
+
+
 def test_a_commit_of_several_statements_keeps_its_begin_and_fails_whole(store: SqlStore) -> None:
     """Two statements left at the COMMIT (an insert, then a multi-row insert, not joined) still
     go between BEGIN and COMMIT: a duplicate in the second leaves the first unwritten too."""
