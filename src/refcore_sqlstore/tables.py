@@ -403,7 +403,9 @@ commission_entries = Table(
 # mode and UTC month, day, hour or minute of ``available_at``, the sum of the entries no live or
 # succeeded payout holds, split into those whose payment has an open dispute (``held_amount``) and
 # the rest (``open_amount``). A balance reads these rows instead of the affiliate's whole history; see
-# :mod:`refcore_sqlstore.ledger`. Never written by the application.
+# :mod:`refcore_sqlstore.ledger`. Never written by the application. The columns its triggers watch
+# are listed in :data:`refcore_sqlstore.joined_writes.TRIGGER_COLUMNS` (their updates are never
+# joined with other writes).
 affiliate_balance_buckets = Table(
     "affiliate_balance_buckets",
     metadata,
@@ -419,16 +421,6 @@ affiliate_balance_buckets = Table(
     # Pruning finds the past rows of one grain through it (``bucket_pruning``, migration 0006).
     Index(None, "grain", "bucket"),
 )
-
-#: By table, the columns the balance triggers watch (``AFTER UPDATE OF``) or read from a row
-#: another statement writes. An ``UPDATE`` that sets one moves amounts between buckets according
-#: to what the statements before it wrote, so it is never joined with them into one statement
-#: (:mod:`refcore_sqlstore.joined_writes`); ``tests/sqlstore/test_joined_writes.py`` checks the
-#: migrated schema's triggers watch nothing else.
-TRIGGER_COLUMNS: dict[str, frozenset[str]] = {
-    "payments": frozenset({"open_dispute_count"}),
-    "payout_items": frozenset({"active_entry_id"}),
-}
 
 # -- events and webhooks ---------------------------------------------------------------------
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from refcore_sqlstore import SqlStore, joined_writes
-from refcore_sqlstore.joined_writes import joined
-from refcore_sqlstore.tables import TRIGGER_COLUMNS
+from refcore_sqlstore.joined_writes import TRIGGER_COLUMNS, joined
 
 USER = "INSERT INTO users (id, email) VALUES (%(id)s::VARCHAR, %(email)s::VARCHAR)"
 EVENT = "INSERT INTO events (id, data) VALUES (%(id)s, %(data)s::JSON)"
