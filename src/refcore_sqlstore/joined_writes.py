@@ -61,7 +61,8 @@ MAX_PARAMETERS = 30_000
 #: OF``) or read from a row another statement writes: an update setting one is never joined.
 #: ``tests/sqlstore/test_joined_writes.py`` checks the migrated schema's triggers watch nothing
 #: else. (Kept here, not in :mod:`refcore_sqlstore.tables`: importing the tables this early, from
-#: the driver's imports, cost a payment 1.5 to 2.5 % more instructions, ``bench/history.md``.)
+#: the driver's imports, cost identify and payment 1.3 to 3 % more instructions, though neither
+#: runs the tables' code; ``bench/history.md``, thirtieth session.)
 TRIGGER_COLUMNS: dict[str, frozenset[str]] = {
     "payments": frozenset({"open_dispute_count"}),
     "payout_items": frozenset({"active_entry_id"}),

@@ -51,8 +51,9 @@ class SqlRepository(Generic[M]):
         #: The row of each record this unit of work read by ``get``/``find_one``, as the
         #: database holds it now: ``replace`` then sets only the columns that changed.
         self._rows: dict[str, Mapping[Any, Any]] = {}
-        #: The ids of the rows this unit of work read ``for_update``: locked until it ends.
-        self._locked: set[str] = set()
+        #: The rows this unit of work read ``for_update``, each with the transaction that holds
+        #: its lock: a commit or rollback ends the lock, and a later transaction has its own.
+        self._locked: dict[str, object] = {}
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -74,7 +75,7 @@ class SqlRepository(Generic[M]):
         stored = rows[0]
         self._rows[stored["id"]] = stored
         if locks:
-            self._locked.add(stored["id"])
+            self._locked[stored["id"]] = self._connection.get_transaction()
         return self._mapper.from_row(stored)
 
     def get(self, id: str, *, for_update: bool = False) -> M | None:
@@ -149,7 +150,7 @@ class SqlRepository(Generic[M]):
         params = {**values, **TableStatements.id_param(id)}
         matched = 1
         with database_errors():
-            if id in self._locked:
+            if self._holds_lock(id):
                 statement.send(self._connection, params)
             else:
                 matched = statement.execute(self._connection, params)
@@ -157,6 +158,11 @@ class SqlRepository(Generic[M]):
             raise KeyError(id)
         if before is not None:
             self._rows[id] = {**before, **row}
+
+    def _holds_lock(self, id: str) -> bool:
+        """Whether this unit of work's current transaction locked the row of ``id``."""
+        transaction = self._connection.get_transaction()
+        return transaction is not None and self._locked.get(id) is transaction
 
 
 def _same(stored: object, value: object) -> bool:

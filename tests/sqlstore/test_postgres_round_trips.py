@@ -219,6 +219,28 @@ def test_a_deferred_update_refused_at_commit_fails_the_unit_of_work_whole(store:
         assert [found.email for found in uow.users.find_all({})] == [user(1).email, user(2).email]
 
 
+def test_a_lock_ends_with_its_transaction_and_a_later_update_reads_its_row_count(store: SqlStore) -> None:
+    """After the commit that released its lock, a row may be gone: an update of it in the next
+    transaction runs at once and finds that out, as an unlocked one does."""
+    with store.unit_of_work() as uow:
+        uow.users.add(user(1))
+        uow.commit()
+
+    with store.unit_of_work() as uow:
+        locked = uow.users.get("usr_1", for_update=True)
+        assert locked is not None
+        uow.users.replace(evolve(locked, email="kept@example.com"))
+        uow.commit()
+        url = store._engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(url, autocommit=True) as other:
+            other.execute("DELETE FROM users WHERE id = 'usr_1'")
+        with pytest.raises(KeyError):
+            uow.users.replace(evolve(locked, email="lost@example.com"))
+        uow.rollback()
+
+    assert count(store, "users") == 0
+
+
 def test_an_update_of_a_missing_row_is_still_a_key_error(store: SqlStore) -> None:
     """Only a row this unit of work locked skips its row count: any other update reads it."""
     with pytest.raises(KeyError), store.unit_of_work() as uow:
