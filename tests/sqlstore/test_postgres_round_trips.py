@@ -24,6 +24,7 @@ from sqlalchemy import event
 from refcore.errors import ConcurrentWrite, Unauthenticated
 from refcore.models import User
 from refcore.ports.lookups import Lookup
+from refcore.ports.unit_of_work import UnitOfWork
 from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
 from tests.sqlstore.raw import count
@@ -80,6 +81,20 @@ def statuses(messages: list[str]) -> list[str]:
 
 def user(number: int) -> User:
     return User(id=f"usr_{number}", email=f"dev{number}@example.com", created_at=NOW)
+
+
+def stored(store: SqlStore, *numbers: int) -> None:
+    """The users of ``numbers`` committed, before what a test traces."""
+    with store.unit_of_work() as uow:
+        uow.users.add_all([user(number) for number in numbers])
+        uow.commit()
+
+
+def locked(uow: UnitOfWork, user_id: str) -> User:
+    """The user of ``user_id`` read ``FOR UPDATE``: its row locked until the transaction ends."""
+    found = uow.users.get(user_id, for_update=True)
+    assert found is not None
+    return found
 
 
 def test_a_unit_of_work_sends_no_liveness_ping(store: SqlStore) -> None:
@@ -160,14 +175,10 @@ def test_a_write_that_needs_its_result_carries_the_begin(store: SqlStore) -> Non
 def test_an_update_of_a_locked_row_goes_with_the_commit_joined_with_the_inserts(store: SqlStore) -> None:
     """``refcore_sqlstore.joined_writes``: a row read ``FOR UPDATE`` is there until the commit,
     so its ``UPDATE`` needs no round trip of its own (a refund's update of its payment)."""
-    with store.unit_of_work() as uow:
-        uow.users.add(user(1))
-        uow.commit()
+    stored(store, 1)
 
     with traced(_driver(store)) as messages, store.unit_of_work() as uow:
-        locked = uow.users.get("usr_1", for_update=True)
-        assert locked is not None
-        uow.users.replace(evolve(locked, email="new@example.com"))
+        uow.users.replace(evolve(locked(uow, "usr_1"), email="new@example.com"))
         uow.users.add(user(2))
         uow.commit()
 
@@ -182,16 +193,13 @@ def test_an_update_of_a_locked_row_goes_with_the_commit_joined_with_the_inserts(
 def test_a_locked_row_updated_twice_takes_both_updates_in_order(store: SqlStore) -> None:
     """PostgreSQL applies only one of two updates of a row in one statement, so the second
     starts a statement of its own (still in the commit's round trip)."""
-    with store.unit_of_work() as uow:
-        uow.users.add(user(1))
-        uow.commit()
+    stored(store, 1)
 
     with traced(_driver(store)) as messages, store.unit_of_work() as uow:
-        locked = uow.users.get("usr_1", for_update=True)
-        assert locked is not None
-        uow.users.replace(evolve(locked, email="first@example.com"))
+        first = locked(uow, "usr_1")
+        uow.users.replace(evolve(first, email="first@example.com"))
         uow.users.add(user(2))
-        uow.users.replace(evolve(locked, email="second@example.com"))
+        uow.users.replace(evolve(first, email="second@example.com"))
         uow.commit()
 
     assert parsed(messages) == ["BEGIN", "SELECT", "WITH", "UPDATE", "COMMIT"]
@@ -204,14 +212,10 @@ def test_a_locked_row_updated_twice_takes_both_updates_in_order(store: SqlStore)
 def test_a_deferred_update_refused_at_commit_fails_the_unit_of_work_whole(store: SqlStore) -> None:
     """The update's error arrives with the statement that carries it, translated as before (a
     taken unique email: a lost race), and nothing of the unit of work is written."""
-    with store.unit_of_work() as uow:
-        uow.users.add_all([user(1), user(2)])
-        uow.commit()
+    stored(store, 1, 2)
 
     with pytest.raises(ConcurrentWrite), store.unit_of_work() as uow:
-        locked = uow.users.get("usr_2", for_update=True)
-        assert locked is not None
-        uow.users.replace(evolve(locked, email=user(1).email))
+        uow.users.replace(evolve(locked(uow, "usr_2"), email=user(1).email))
         uow.users.add(user(3))
         uow.commit()
 
@@ -222,20 +226,17 @@ def test_a_deferred_update_refused_at_commit_fails_the_unit_of_work_whole(store:
 def test_a_lock_ends_with_its_transaction_and_a_later_update_reads_its_row_count(store: SqlStore) -> None:
     """After the commit that released its lock, a row may be gone: an update of it in the next
     transaction runs at once and finds that out, as an unlocked one does."""
-    with store.unit_of_work() as uow:
-        uow.users.add(user(1))
-        uow.commit()
+    stored(store, 1)
 
     with store.unit_of_work() as uow:
-        locked = uow.users.get("usr_1", for_update=True)
-        assert locked is not None
-        uow.users.replace(evolve(locked, email="kept@example.com"))
+        first = locked(uow, "usr_1")
+        uow.users.replace(evolve(first, email="kept@example.com"))
         uow.commit()
         url = store._engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(url, autocommit=True) as other:
             other.execute("DELETE FROM users WHERE id = 'usr_1'")
         with pytest.raises(KeyError):
-            uow.users.replace(evolve(locked, email="lost@example.com"))
+            uow.users.replace(evolve(first, email="lost@example.com"))
         uow.rollback()
 
     assert count(store, "users") == 0
