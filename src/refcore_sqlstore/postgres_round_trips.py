@@ -22,7 +22,7 @@ six reads (:mod:`refcore_http.known_keys`).
   without closing its end fails the first statement instead, which the ping would also have
   waited on.
 - **Writes whose result nothing needs wait for the next statement.** An ``INSERT``, or an
-  ``UPDATE`` of a row the unit of work has locked
+  ``UPDATE`` of a row its transaction has locked
   (:meth:`DriverStatement.send <refcore_sqlstore.driver.DriverStatement.send>`), is kept on the
   connection (:func:`defer`) and sent in one pipeline with whatever statement comes next: a
   ``SELECT``, which then sees it as before, or the ``COMMIT``. A payment's four inserts and

@@ -128,8 +128,8 @@ class SqlRepository(Generic[M]):
         that differ are set (the rest already hold these values in this transaction): closing
         an event then writes ``delivered_at`` alone instead of re-encoding its JSON payload.
 
-        A row this unit of work locked (``for_update``) is there until it ends, so its
-        ``UPDATE`` is sent like an insert, its row count unread: on PostgreSQL with the next
+        A row the current transaction locked (``for_update``) is there until that transaction
+        ends, so its ``UPDATE`` is sent like an insert, its row count unread: on PostgreSQL with the next
         statement or the ``COMMIT``, joined with the writes around it
         (:mod:`refcore_sqlstore.joined_writes`); a refund's update of its payment then costs
         no round trip of its own."""
