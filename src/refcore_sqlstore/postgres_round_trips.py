@@ -220,18 +220,33 @@ def _flush_before_sqlalchemy_statement(
         flush(connection)
 
 
+def _closed(driver: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection is closed, broken, or has something to read on its socket:
+    the server's goodbye."""
+    if driver.closed or driver.broken:
+        return True
+    poller = select.poll()
+    poller.register(driver.pgconn.socket, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def refuse_closed_connection(
     dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
 ) -> None:
-    """At checkout: ``DisconnectionError`` (the pool then connects anew) for a connection that is
-    closed, broken, or whose socket has something to read while idle: the server's goodbye."""
+    """At checkout: ``DisconnectionError`` (the pool then connects anew) for a closed connection."""
     assert isinstance(dbapi_connection, psycopg.Connection)
-    if dbapi_connection.closed or dbapi_connection.broken:
-        raise exc.DisconnectionError("the pooled connection is closed")
-    poller = select.poll()
-    poller.register(dbapi_connection.pgconn.socket, select.POLLIN)
-    if poller.poll(0):
+    if _closed(dbapi_connection):
         raise exc.DisconnectionError("the server closed the pooled connection")
+
+
+def reusable(connection: Connection) -> bool:
+    """Whether a connection kept checked out between units of work
+    (:mod:`refcore_sqlstore.kept_connections`) may serve the next one: it is not closed (what the
+    pool checks at checkout, above) and has no transaction open on the server (which the pool's
+    checkin would end). Its unsent writes went with its unit of work's rollback
+    (:func:`_discard_deferred_writes`): a write is deferred only inside a transaction."""
+    driver = _driver(connection)
+    return not _closed(driver) and driver.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
 def listen(engine: Engine) -> None:

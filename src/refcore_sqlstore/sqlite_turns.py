@@ -17,29 +17,18 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Self
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from refcore.errors import InternalError
 from refcore_sqlstore.group_commit import GroupCommit, Savepoint, _Group, group_commit
-from refcore_sqlstore.read_connections import ReadConnections
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
 
 class ReadOnlyUnitOfWork(SqlUnitOfWork):
-    """A deferred read on a connection the store keeps between reads
-    (:mod:`refcore_sqlstore.read_connections`)."""
+    """A deferred read, on a connection the store keeps between reads
+    (:mod:`refcore_sqlstore.kept_connections`)."""
 
     begins_read_only = True
-
-    def __init__(self, engine: Engine, readers: ReadConnections) -> None:
-        super().__init__(engine)
-        self._readers = readers
-
-    def _connect(self) -> Connection:
-        return self._readers.take()
-
-    def _release(self, connection: Connection) -> None:
-        self._readers.give_back(connection)  # rolls back: nothing a read did is kept
 
 
 class GroupCommitUnitOfWork(SqlUnitOfWork):

@@ -18,15 +18,16 @@ from refcore.clocks import SystemClock
 from refcore.identifiers import TimeOrderedIds
 from refcore.ports import Clock, EventNotifier
 from refcore.services.runtime import NullNotifier, Runtime
+from refcore_sqlstore import postgres_round_trips
 from refcore_sqlstore.bucket_pruning import prune_balance_buckets
 from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import existing_group_commit, group_commit
+from refcore_sqlstore.kept_connections import KeptConnections, idle_connections_for
 from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
 from refcore_sqlstore.rate_limit_pruning import prune_rate_limit_counters
-from refcore_sqlstore.read_connections import ReadConnections, idle_readers_for
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 
@@ -34,7 +35,8 @@ from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 class SqlStore:
     """A database (SQLite file or PostgreSQL) holding refcore's state, and its connection pool.
 
-    One per process; thread-safe. Each unit of work borrows one pooled connection.
+    One per process; thread-safe. Each unit of work borrows one pooled connection
+    (:mod:`refcore_sqlstore.kept_connections`).
     """
 
     def __init__(self, database_url: str, *, pool_size: int = 10, max_overflow: int = 20) -> None:
@@ -42,7 +44,13 @@ class SqlStore:
         self._url = normalise_url(database_url)
         self._engine = create_store_engine(self._url, pool_size=pool_size, max_overflow=max_overflow)
         self._outbox = SqlOutbox(self._engine, self._mappers["events"])
-        self._readers = ReadConnections(self._engine, keep=idle_readers_for(pool_size))
+        # On PostgreSQL every unit of work runs on one; on SQLite the reads (the writers share
+        # the group commit's connection).
+        self._kept = KeptConnections(
+            self._engine,
+            keep=idle_connections_for(pool_size),
+            reusable=postgres_round_trips.reusable if self.dialect == "postgresql" else None,
+        )
 
     @property
     def dialect(self) -> str:
@@ -67,15 +75,15 @@ class SqlStore:
     def unit_of_work(self) -> SqlUnitOfWork:
         if self.dialect == "sqlite":
             return GroupCommitUnitOfWork(self._engine)
-        return SqlUnitOfWork(self._engine)
+        return SqlUnitOfWork(self._engine, self._kept)
 
     def read_unit_of_work(self) -> SqlUnitOfWork:
         """A unit of work for reads only: deferred on SQLite (no write lock); on PostgreSQL its
         statements run in autocommit and its repositories refuse writes (see
         :mod:`refcore_sqlstore.postgres_reads`)."""
         if self.dialect == "sqlite":
-            return ReadOnlyUnitOfWork(self._engine, self._readers)
-        return PostgresReadUnitOfWork(self._engine)
+            return ReadOnlyUnitOfWork(self._engine, self._kept)
+        return PostgresReadUnitOfWork(self._engine, self._kept)
 
     def _write_batch(self) -> AbstractContextManager[None]:
         """SQLite's :meth:`GroupCommit.batch <refcore_sqlstore.group_commit.GroupCommit.batch>`."""
@@ -119,7 +127,7 @@ class SqlStore:
         turns = existing_group_commit(self._engine)
         if turns is not None:
             turns.release_writer()
-        self._readers.close_all()
+        self._kept.close_all()
         self._engine.dispose()
 
     def __repr__(self) -> str:

@@ -53,6 +53,7 @@ from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore.ports.lookups import Found, Lookup
 from refcore_sqlstore import lookups as joined_lookups
 from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.kept_connections import KeptConnections
 from refcore_sqlstore.ledger import SqlLedgerReads
 from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.metrics import SqlMetrics
@@ -175,13 +176,14 @@ class SqlUnitOfWork:
     app_logos = _Repository[AppLogo]()
     processor_connections = _Repository[ProcessorConnection]()
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, kept: KeptConnections | None = None) -> None:
         self._engine = engine
+        self._kept = kept
         self._connection: Connection | None = None
 
     def _connect(self) -> Connection:
-        """A connection from the pool; subclasses set options on it before its transaction."""
-        return self._engine.connect()
+        """A connection the store keeps between units of work, or one from the pool."""
+        return self._engine.connect() if self._kept is None else self._kept.take()
 
     def __enter__(self) -> Self:
         with database_errors():
@@ -221,8 +223,12 @@ class SqlUnitOfWork:
                 raise
 
     def _release(self, connection: Connection) -> None:
-        """End the unit of work's connection: closing it rolls back whatever was not committed."""
-        connection.close()
+        """End the unit of work's connection: giving it back or closing it rolls back whatever
+        was not committed."""
+        if self._kept is None:
+            connection.close()
+        else:
+            self._kept.give_back(connection)
 
     def _require_connection(self) -> Connection:
         if self._connection is None:
