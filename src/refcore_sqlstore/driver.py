@@ -115,7 +115,10 @@ class DriverStatement:
         self._reads_only = (
             isinstance(statement, Select) and statement._for_update_arg is None and not compiled.ctes
         )
-        selected = getattr(statement, "selected_columns", None)
+        # A ``SELECT``'s columns, or those an ``UPDATE … RETURNING`` returns.
+        selected = getattr(statement, "selected_columns", None) or getattr(
+            statement, "exported_columns", None
+        )
         self._column_types: tuple[TypeEngine[Any], ...] = tuple(column.type for column in selected or ())
         #: The result's column names and processors (by position), from the first execution's
         #: cursor description: a processor may depend on the type the driver reports.

@@ -196,6 +196,18 @@ def _defer_begin(connection: Connection) -> None:
         defer(connection, *_BEGIN[:2], many=False)
 
 
+def begin_in_autocommit(connection: Connection) -> None:
+    """Begin SQLAlchemy's transaction on ``connection`` and none on the server, as a read unit of
+    work does (:data:`READ_ONLY_BEGIN`): each statement then runs in autocommit, a transaction of
+    its own that PostgreSQL applies whole or not at all. For work of one statement (the outbox's
+    claim), which a ``BEGIN`` and a ``COMMIT`` would only cost two round trips more."""
+    token = READ_ONLY_BEGIN.set(True)
+    try:
+        connection.begin()
+    finally:
+        READ_ONLY_BEGIN.reset(token)
+
+
 def _discard_deferred_writes(connection: Connection) -> None:
     if not connection.invalidated:  # an invalidated one's entry is emptied at checkin
         connection.info.pop(_PENDING, None)

@@ -43,14 +43,14 @@ class SqlStore:
         self._mappers = mappers()
         self._url = normalise_url(database_url)
         self._engine = create_store_engine(self._url, pool_size=pool_size, max_overflow=max_overflow)
-        self._outbox = SqlOutbox(self._engine, self._mappers["events"])
-        # On PostgreSQL every unit of work runs on one; on SQLite the reads (the writers share
-        # the group commit's connection).
+        # On PostgreSQL every unit of work and the outbox's statements run on one; on SQLite the
+        # reads (the writers share the group commit's connection).
         self._kept = KeptConnections(
             self._engine,
             keep=idle_connections_for(pool_size),
             reusable=postgres_round_trips.reusable if self.dialect == "postgresql" else None,
         )
+        self._outbox = SqlOutbox(self._engine, self._mappers["events"], self._kept)
 
     @property
     def dialect(self) -> str:

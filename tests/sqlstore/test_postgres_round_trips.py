@@ -14,19 +14,21 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
 from attrs import evolve
 from sqlalchemy import event
 
+from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite, Unauthenticated
-from refcore.models import User
+from refcore.models import EventType, User
 from refcore.ports.lookups import Lookup
 from refcore.ports.unit_of_work import UnitOfWork
 from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
+from tests.contract.scenario import build_world
 from tests.sqlstore.raw import count
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -460,3 +462,31 @@ def test_a_first_read_check_goes_in_the_statement_of_the_works_lookup(store: Sql
         runtime.transaction(lambda tx: tx.uow.users.add(user(3)))
     assert parsed(messages) == ["SELECT", "INSERT"]  # the check alone, then the insert
     assert count(store, "users") == 3
+
+
+def test_the_outbox_claims_in_one_statement_and_closes_in_another_each_a_transaction_of_its_own(
+    store: SqlStore,
+) -> None:
+    """A claim is one ``UPDATE … RETURNING`` and closing events one ``UPDATE``, each alone in
+    autocommit: one round trip each, no ``BEGIN`` or ``COMMIT``, nothing left open."""
+    clock = ManualClock()
+    runtime = store.runtime(clock=clock)
+    world = build_world(runtime, clock)
+    for _ in range(3):
+        runtime.transaction(
+            lambda tx: tx.emit(EventType.WEBHOOK_TEST, app_id=world.app.id, livemode=False, data={"id": "t"})
+        )
+    waiting = sorted(found.id for found in world.events())
+
+    with traced(_driver(store)) as messages:
+        claimed = store.outbox.claim(now=clock.now(), limit=100, lease_seconds=60)
+    assert [found.id for found in claimed] == waiting  # oldest first, whatever RETURNING's order
+    assert all(found.claimed_at == clock.now() for found in claimed)
+    assert parsed(messages) == ["UPDATE"]
+    assert (round_trips(messages), statuses(messages)) == (1, ["I"])
+
+    with traced(_driver(store)) as messages:
+        store.outbox.mark_all_delivered(waiting, now=clock.now())
+    assert parsed(messages) == ["UPDATE"]
+    assert (round_trips(messages), statuses(messages)) == (1, ["I"])
+    assert store.outbox.claim(now=clock.now() + timedelta(hours=1), limit=100, lease_seconds=60) == []
