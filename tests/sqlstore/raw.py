@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import select
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -73,3 +75,17 @@ def recorded_statements(
         yield statements
     finally:
         event.remove(engine, "before_cursor_execute", record)
+
+
+def terminate_backend(store: SqlStore, driver: Any) -> None:
+    """End a PostgreSQL connection of the store from the server's side, as a restart or an idle
+    timeout does, and wait until the server's goodbye has reached the connection's socket."""
+    url = engine_of(store).url.render_as_string(hide_password=False)
+    with psycopg_connect(url) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (driver.info.backend_pid,))
+    poller = select.poll()
+    poller.register(driver.pgconn.socket, select.POLLIN)
+    deadline = time.monotonic() + 10
+    while not poller.poll(0):
+        assert time.monotonic() < deadline, "the terminated backend never closed its connection"
+        time.sleep(0.01)

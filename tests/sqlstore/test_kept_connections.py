@@ -6,8 +6,6 @@ in number, and goes back to the pool on dispose."""
 
 from __future__ import annotations
 
-import select
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime
@@ -21,17 +19,16 @@ from refcore.models import User
 from refcore.ports.unit_of_work import UnitOfWork
 from refcore_sqlstore import SqlStore
 from refcore_sqlstore.kept_connections import KEEP_IDLE, KeptConnections, idle_connections_for
-from tests.sqlstore.conftest import SQL_STORES, open_sql_store
-from tests.sqlstore.raw import count, engine_of
+from tests.sqlstore.conftest import open_sql_store
+from tests.sqlstore.raw import count, engine_of, terminate_backend
 from tests.stores import psycopg_connect
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=SQL_STORES)
-def store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
-    with open_sql_store(request.param) as store:
-        yield store
+@pytest.fixture
+def store(sql_store: SqlStore) -> SqlStore:
+    return sql_store
 
 
 @pytest.fixture
@@ -227,15 +224,7 @@ def test_a_kept_postgresql_connection_the_server_closed_is_replaced_when_taken(
     with postgres_store.read_unit_of_work() as uow:
         driver = _driver(uow)
     assert _kept(postgres_store).idle == 1
-    url = engine_of(postgres_store).url.render_as_string(hide_password=False)
-    with psycopg_connect(url) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (driver.info.backend_pid,))
-    poller = select.poll()
-    poller.register(driver.pgconn.socket, select.POLLIN)
-    deadline = time.monotonic() + 10
-    while not poller.poll(0):  # the server's goodbye reaches the socket
-        assert time.monotonic() < deadline, "the terminated backend never closed its connection"
-        time.sleep(0.01)
+    terminate_backend(postgres_store, driver)
 
     with postgres_store.unit_of_work() as uow:  # no error: a new connection
         assert _driver(uow) is not driver

@@ -9,9 +9,7 @@ without waiting between statements).
 from __future__ import annotations
 
 import itertools
-import select
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -29,7 +27,7 @@ from refcore.ports.unit_of_work import UnitOfWork
 from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
 from tests.contract.scenario import build_world
-from tests.sqlstore.raw import count
+from tests.sqlstore.raw import count, terminate_backend
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -387,15 +385,7 @@ def test_an_insert_refused_at_commit_fails_the_unit_of_work_and_frees_the_connec
 
 def test_a_connection_the_server_closed_while_pooled_is_replaced_at_checkout(store: SqlStore) -> None:
     driver = _driver(store)
-    url = store._engine.url.set(drivername="postgresql")
-    with psycopg.connect(url.render_as_string(hide_password=False)) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (driver.info.backend_pid,))
-    poller = select.poll()
-    poller.register(driver.pgconn.socket, select.POLLIN)
-    deadline = time.monotonic() + 10
-    while not poller.poll(0):  # the server's goodbye reaches the socket
-        assert time.monotonic() < deadline, "the terminated backend never closed its connection"
-        time.sleep(0.01)
+    terminate_backend(store, driver)
 
     with store.unit_of_work() as uow:  # no error: a new connection
         uow.users.add(user(1))
