@@ -8,7 +8,7 @@ more than a unit of work's statements often do:
   much as a payment's six ``SELECT``\\s together; a kept connection begins and rolls back for 58 K
   (``bench/history.md``, seventh session). Every keyed request authenticates in a read;
 - on PostgreSQL, where every unit of work (reads and writes alike) takes one, a payment,
-  identify or refund cost 6 to 9 % fewer instructions on kept connections (thirty-first session).
+  identify or refund cost 5 to 8 % fewer instructions on kept connections (thirty-first session).
 
 So the store keeps up to ``keep`` idle connections, each still checked out of the pool: a unit
 of work takes one (or a new one from the pool when none is idle), and gives it back with its
