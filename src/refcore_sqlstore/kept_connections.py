@@ -12,12 +12,13 @@ more than a unit of work's statements often do:
 
 So the store keeps up to ``keep`` idle connections, each still checked out of the pool: a unit
 of work takes one (or a new one from the pool when none is idle), and gives it back with its
-transaction ended. A connection that was invalidated, whose rollback failed, or that the
-store's ``reusable`` check refuses is closed instead, and the pool replaces it as usual. On
-PostgreSQL that check is :func:`refcore_sqlstore.postgres_round_trips.reusable`, run when a
-connection is taken and when it is given back: it is the pool's own liveness check at checkout
-(a server that closed the connection while it was idle), and it refuses a connection that still
-has a transaction open, which the pool's checkin would end. SQLite's writers keep a
+transaction ended. A connection that was invalidated, or whose rollback failed, is closed
+instead, and the pool replaces it as usual. On PostgreSQL two checks stand in for what the pool
+did: when a connection is taken, :func:`~refcore_sqlstore.postgres_round_trips.still_open` (the
+pool's own liveness check at checkout: a server that closed the connection while it was idle);
+when it is given back, :func:`~refcore_sqlstore.postgres_round_trips.outside_transaction` (a
+transaction still open on the server, which the pool's checkin would end). A connection that
+fails either goes back to the pool, invalidated when it is closed. SQLite's writers keep a
 connection of their own (:mod:`refcore_sqlstore.group_commit`); only its reads come here.
 """
 
@@ -31,8 +32,8 @@ from sqlalchemy import Connection, Engine
 #: Idle connections kept at most: one per worker thread of the server by default.
 KEEP_IDLE = 8
 
-#: Whether a connection may be taken for a unit of work, or kept once given back.
-Reusable = Callable[[Connection], bool]
+#: A check of a kept connection: whether it may serve a unit of work, or be kept once given back.
+Check = Callable[[Connection], bool]
 
 
 def idle_connections_for(pool_size: int) -> int:
@@ -47,10 +48,18 @@ def idle_connections_for(pool_size: int) -> int:
 class KeptConnections:
     """The idle kept connections of one engine (thread-safe: a deque's ends are atomic)."""
 
-    def __init__(self, engine: Engine, *, keep: int = KEEP_IDLE, reusable: Reusable | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        keep: int = KEEP_IDLE,
+        still_open: Check | None = None,
+        outside_transaction: Check | None = None,
+    ) -> None:
         self._engine = engine
         self._keep = keep
-        self._reusable = reusable
+        self._still_open = still_open
+        self._outside_transaction = outside_transaction
         self._idle: deque[Connection] = deque()
 
     def take(self) -> Connection:
@@ -61,7 +70,7 @@ class KeptConnections:
                 connection = self._idle.pop()
             except IndexError:
                 return self._engine.connect()
-            if self._reusable is None or self._reusable(connection):
+            if self._still_open is None or self._still_open(connection):
                 return connection
             connection.invalidate()  # the pool connects anew at its next checkout
             connection.close()
@@ -76,7 +85,8 @@ class KeptConnections:
         except BaseException:
             connection.close()
             raise
-        if len(self._idle) >= self._keep or (self._reusable is not None and not self._reusable(connection)):
+        settled = self._outside_transaction is None or self._outside_transaction(connection)
+        if len(self._idle) >= self._keep or not settled:
             connection.close()  # the pool's checkin resets whatever it still holds
         else:
             self._idle.append(connection)

@@ -251,14 +251,18 @@ def refuse_closed_connection(
         raise exc.DisconnectionError("the server closed the pooled connection")
 
 
-def reusable(connection: Connection) -> bool:
+def still_open(connection: Connection) -> bool:
     """Whether a connection kept checked out between units of work
-    (:mod:`refcore_sqlstore.kept_connections`) may serve the next one: it is not closed (what the
-    pool checks at checkout, above) and has no transaction open on the server (which the pool's
-    checkin would end). Its unsent writes went with its unit of work's rollback
+    (:mod:`refcore_sqlstore.kept_connections`) may serve the next one: the check the pool makes
+    at checkout (above), made when the connection is taken."""
+    return not _closed(_driver(connection))
+
+
+def outside_transaction(connection: Connection) -> bool:
+    """Whether a kept connection given back has no transaction open on the server (which the
+    pool's checkin would end). Its unsent writes went with its unit of work's rollback
     (:func:`_discard_deferred_writes`): a write is deferred only inside a transaction."""
-    driver = _driver(connection)
-    return not _closed(driver) and driver.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    return _driver(connection).pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
 def listen(engine: Engine) -> None:

@@ -45,10 +45,12 @@ class SqlStore:
         self._engine = create_store_engine(self._url, pool_size=pool_size, max_overflow=max_overflow)
         # On PostgreSQL every unit of work and the outbox's statements run on one; on SQLite the
         # reads (the writers share the group commit's connection).
+        postgresql = self.dialect == "postgresql"
         self._kept = KeptConnections(
             self._engine,
             keep=idle_connections_for(pool_size),
-            reusable=postgres_round_trips.reusable if self.dialect == "postgresql" else None,
+            still_open=postgres_round_trips.still_open if postgresql else None,
+            outside_transaction=postgres_round_trips.outside_transaction if postgresql else None,
         )
         self._outbox = SqlOutbox(self._engine, self._mappers["events"], self._kept)
 
