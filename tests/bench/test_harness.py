@@ -14,14 +14,23 @@ import sys
 import threading
 from pathlib import Path
 
+import psycopg
 import pytest
-from bench.cli import analyzes_after_warmup, checkpoint_seeded_file, prune_seeded, scenarios_after_writes
+from bench.cli import (
+    analyzes_after_warmup,
+    checkpoint_seeded_file,
+    checkpoint_set_up,
+    prune_seeded,
+    scenarios_after_writes,
+)
 from bench.report import render, verdicts
 from bench.results import Results, Row
 from bench.scenarios import SCENARIOS
 from bench.wrk import Load, Measured, lua_concat, lua_script
+from sqlalchemy import make_url
 
 from refcore_sqlstore import SqlStore
+from tests.stores import fresh_postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -369,3 +378,22 @@ def test_the_kernels_share_of_the_server_cpu_is_reported_beside_it_and_older_run
         line for line in render(older, plan_scales=(), before=None).splitlines() if line.startswith("| ")
     ]
     assert table_lines and not any("% kernel)" in line for line in table_lines)
+
+
+def test_the_postgresql_set_up_is_checkpointed_before_the_first_measured_scenario() -> None:
+    """``checkpoint_set_up`` leaves nothing the set-up wrote for a later checkpoint: PostgreSQL's
+    last checkpoint starts (its redo point) after the set-up's last change. Without it, the
+    first checkpoint that the captures' WAL starts wrote and synced the new database's files
+    inside a measured scenario (``bench/history.md``, thirty-first session)."""
+    with fresh_postgres_database() as url:
+        plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(plain, autocommit=True) as conn:
+            conn.execute("CREATE TABLE set_up (n integer)")
+            conn.execute("INSERT INTO set_up SELECT generate_series(1, 10000)")
+            changed = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
+            assert changed is not None
+            checkpoint_set_up(plain)
+            redo = conn.execute(
+                "SELECT redo_lsn >= %s::pg_lsn FROM pg_control_checkpoint()", (str(changed[0]),)
+            ).fetchone()
+        assert redo == (True,)
