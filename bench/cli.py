@@ -144,9 +144,9 @@ class Runner:
             "Servers": f"1 uvicorn process each, log level {LOG_LEVEL} (no access log), same uvicorn call",
             "Set-up checkpoint": "on PostgreSQL a `CHECKPOINT` once the fresh database is migrated and"
             " holds its tenant (and once each seeding is done), before the first measured scenario; a"
-            " production database was not created a minute before its load, and without it the first"
-            " checkpoint that the captures' WAL starts also wrote and `fsync`ed every file the set-up"
-            " had dirtied (555 in one run), inside whichever scenario's window it ended. The"
+            " production database was not created a minute before its load, and in earlier full runs"
+            " the first checkpoint that the captures' WAL started also wrote and `fsync`ed the files"
+            " the set-up had dirtied (555 in one run), inside whichever scenario's window it ended. The"
             " checkpoints that the measured scenarios' own WAL starts still fall inside the measurements",
         }
 
@@ -431,13 +431,14 @@ def checkpoint_set_up(url: str) -> None:
     """Write out, now, what the harness's set-up left for PostgreSQL's next checkpoint.
 
     A run's database is created, migrated and given its tenant (or its seeded history) seconds
-    before the first measured scenario, which dirties every file of the new database: 555 of
-    them in a run of the thirty-first session. The first checkpoint after that (the captures'
-    WAL starts one within minutes) wrote and ``fsync``ed them all at its end, 0.17 to 0.19 s,
-    inside whichever scenario's window it fell, and that scenario's p99 went over or near
-    50 ms in three full runs of four (``bench/history.md``, thirty-first session). A production
-    database was not created a minute ago. The checkpoints that the measured scenarios' own
-    WAL starts still happen inside the measurements, as on a production server."""
+    before the first measured scenario. In the thirty-first session's full runs the first
+    checkpoint after that (the captures' WAL starts one within minutes) also wrote and
+    ``fsync``ed the 555 files the set-up had dirtied, 0.17 to 0.19 s at its end, inside
+    whichever scenario's window it fell, and that scenario's p99 went over or near 50 ms in
+    three full runs of four; in the thirty-second session's runs of PostgreSQL alone it synced
+    9 or 10 files with or without this (``bench/history.md``). A production database was not
+    created a minute ago. The checkpoints that the measured scenarios' own WAL starts still
+    happen inside the measurements, as on a production server."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
 

@@ -6,17 +6,24 @@ drives them with wrk, finds every acknowledged write in the database and writes 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import bench.cli
 import psycopg
 import pytest
 from bench.cli import (
+    Plan,
+    Runner,
     analyzes_after_warmup,
     checkpoint_seeded_file,
     checkpoint_set_up,
@@ -380,11 +387,45 @@ def test_the_kernels_share_of_the_server_cpu_is_reported_beside_it_and_older_run
     assert table_lines and not any("% kernel)" in line for line in table_lines)
 
 
-def test_the_postgresql_set_up_is_checkpointed_before_the_first_measured_scenario() -> None:
-    """``checkpoint_set_up`` leaves nothing the set-up wrote for a later checkpoint: PostgreSQL's
-    last checkpoint starts (its redo point) after the set-up's last change. Without it, the
-    first checkpoint that the captures' WAL starts wrote and synced the new database's files
-    inside a measured scenario (``bench/history.md``, thirty-first session)."""
+@pytest.mark.parametrize(
+    ("store", "expected"),
+    [
+        ("postgresql", ["migrate", "tenant", "checkpoint", "commissions_page"]),
+        ("sqlite", ["migrate", "tenant", "commissions_page"]),
+    ],
+)
+def test_postgresql_is_checkpointed_between_its_set_up_and_its_first_measured_scenario(
+    store: str, expected: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The order in which a store's scenarios are run: the database, the server and the tenant
+    stand in for themselves, and each step says when it ran."""
+    ran: list[str] = []
+
+    @contextlib.contextmanager
+    def stand_in(*_: Any, **__: Any) -> Iterator[Any]:
+        yield SimpleNamespace(url="http://stand-in")
+
+    def step(name: str, answer: Any = None) -> Any:
+        return lambda *_, **__: ran.append(name) or answer
+
+    monkeypatch.setattr(bench.cli, "database", stand_in)
+    monkeypatch.setattr(bench.cli, "refcore_server", stand_in)
+    monkeypatch.setattr(bench.cli, "prepare_database", step("migrate", "token"))
+    monkeypatch.setattr(bench.cli, "build_world", step("tenant"))
+    monkeypatch.setattr(bench.cli, "checkpoint_set_up", step("checkpoint"))
+    monkeypatch.setattr(
+        Runner, "scenario", lambda _self, _store, _server, _world, scenario, _url: ran.append(scenario.key)
+    )
+    plan = Plan("stand-in", 0, 1, (), (store,), ("commissions_page",), 0, 1)
+    Runner(plan, tmp_path, lambda _: None).store(store)
+    assert ran == expected
+
+
+def test_a_set_up_checkpoint_leaves_nothing_of_the_set_up_to_a_later_checkpoint() -> None:
+    """After ``checkpoint_set_up``, PostgreSQL's last checkpoint starts (its redo point) after
+    the set-up's last change. In the thirty-first session's full runs, the first checkpoint that
+    the captures' WAL started wrote and synced the new database's files inside a measured
+    scenario (``bench/history.md``)."""
     with fresh_postgres_database() as url:
         plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(plain, autocommit=True) as conn:
