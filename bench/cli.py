@@ -30,7 +30,7 @@ from sqlalchemy import create_engine, make_url
 from bench import report
 from bench.core_cost import BATCH, THREADS, WRITES, time_writes
 from bench.databases import postgres_available, postgres_database, sqlite_url
-from bench.machine import facts
+from bench.machine import facts, sync_latency
 from bench.results import Results, Row, ScaleRow
 from bench.scenarios import BROWSER_HEADERS, SCALING_READS, SCENARIOS, Scenario, by_key, count_written
 from bench.seed import Seeder
@@ -566,11 +566,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.probe:
         try:
             runner.ceiling()
+            progress(f"  disk: {sync_latency(run_dir, plan.duration / 2)}")
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         return 0
     progress(f"{plan.mode} run, about {plan.estimate_seconds() / 60:.0f} min; working in {run_dir}")
-    results = Results(command=command.strip(), mode=plan.mode, facts=facts(run_dir), method=runner.method())
+    results = Results(
+        command=command.strip(),
+        mode=plan.mode,
+        facts=facts(run_dir, sync_seconds=plan.duration / 2),
+        method=runner.method(),
+    )
     json_path = Path(args.json) if args.json else ROOT / "bench" / "results" / f"{plan.mode}.json"
     json_path.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -30,6 +30,7 @@ from bench.cli import (
     prune_seeded,
     scenarios_after_writes,
 )
+from bench.machine import describe_sync, sync_latency
 from bench.report import render, verdicts
 from bench.results import Results, Row
 from bench.scenarios import SCENARIOS
@@ -157,6 +158,8 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
     assert again["store"] == "ceiling" and again["measured"]["requests"] > 0
     assert "The ceiling measured again at the end of the run" in report
     assert "Before: `python -m bench (the earlier run)`" in report
+    # How the disk made writes durable just before the run, in the machine's facts.
+    assert "| Disk sync before the run | `pwrite` of 128 KiB and `fdatasync`," in report
 
 
 def test_instruction_counts_fill_placeholders_as_the_wrk_script_does(tmp_path: Path) -> None:
@@ -292,6 +295,7 @@ def test_a_probe_measures_the_ceiling_alone_and_writes_nothing(tmp_path: Path) -
     done, output, raw = _run_bench(tmp_path, "--probe", "--smoke")
     assert "ceiling:" in done.stdout and "req/s" in done.stdout
     assert "migrating" not in done.stdout  # no refcore server was started
+    assert "disk: `pwrite` of 128 KiB and `fdatasync`" in done.stdout
     assert not output.exists() and not raw.exists()
 
 
@@ -438,3 +442,20 @@ def test_a_set_up_checkpoint_leaves_nothing_of_the_set_up_to_a_later_checkpoint(
                 "SELECT redo_lsn >= %s::pg_lsn FROM pg_control_checkpoint()", (str(changed[0]),)
             ).fetchone()
         assert redo == (True,)
+
+
+def test_the_disks_sync_line_gives_its_median_its_tail_and_its_stalls() -> None:
+    """A disk whose durable writes mostly take 0.1 ms but once stalled for 1.4 s: the stall is
+    the longest and is counted over 50 ms, and the median does not hide it."""
+    latencies = [0.0001] * 198 + [0.0003, 1.443]
+    line = describe_sync(latencies, 2.0)
+    assert "200 times in 2 s" in line
+    assert "p50 0.10 ms" in line and "p99 0.30 ms" in line
+    assert "longest 1,443.0 ms; 1 over 50 ms" in line
+    assert describe_sync([], 2.0) == "not measured"
+
+
+def test_the_disk_is_measured_in_the_run_directory_and_leaves_nothing_there(tmp_path: Path) -> None:
+    line = sync_latency(tmp_path, 0.2)
+    assert line.startswith("`pwrite` of 128 KiB and `fdatasync`,") and "p99" in line
+    assert list(tmp_path.iterdir()) == []
