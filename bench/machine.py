@@ -103,7 +103,7 @@ def sync_latency(directory: Path, seconds: float) -> str:
     A write is answered after its commit's ``fdatasync`` (SQLite's ``synchronous=FULL``,
     PostgreSQL's ``synchronous_commit=on``), and a group commit's stall holds every request
     waiting in it. On the thirty-second session's machine a loop like this one took 0.14 ms at
-    p50 and 1,443 ms at worst, and every write row missed p99 while the reads did not; the
+    p50 and 1,443 ms at worst, and every SQLite write row missed p99 while its reads did not; the
     ceiling, which writes nothing, cannot show such a disk. The loop overwrites one region of a
     file in ``directory`` (the run's SQLite file's file system) for ``seconds``, as a log that is
     reused after its checkpoints is overwritten."""
