@@ -28,7 +28,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
-from sqlalchemy import make_url
+from sqlalchemy import URL, make_url
 
 from refcore.clocks import ManualClock
 from refcore.services.runtime import Runtime
@@ -87,10 +87,14 @@ def sqlite_store(clock: ManualClock) -> Iterator[Runtime]:
 # -- PostgreSQL ------------------------------------------------------------------------------
 
 
+def libpq_url(url: str | URL) -> str:
+    """An SQLAlchemy-style URL (``postgresql+psycopg://…``) as psycopg and libpq take it."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def psycopg_connect(url: str) -> psycopg.Connection[tuple[object, ...]]:
     """A plain autocommit psycopg connection to a database given by an SQLAlchemy-style URL."""
-    plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    return psycopg.connect(plain, autocommit=True, connect_timeout=5)
+    return psycopg.connect(libpq_url(url), autocommit=True, connect_timeout=5)
 
 
 class PostgresServer:

@@ -35,10 +35,9 @@ from bench.report import render, verdicts
 from bench.results import Results, Row
 from bench.scenarios import SCENARIOS
 from bench.wrk import Load, Measured, lua_concat, lua_script
-from sqlalchemy import make_url
 
 from refcore_sqlstore import SqlStore
-from tests.stores import fresh_postgres_database
+from tests.stores import fresh_postgres_database, libpq_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -431,7 +430,7 @@ def test_a_set_up_checkpoint_leaves_nothing_of_the_set_up_to_a_later_checkpoint(
     the captures' WAL started wrote and synced the new database's files inside a measured
     scenario (``bench/history.md``)."""
     with fresh_postgres_database() as url:
-        plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        plain = libpq_url(url)
         with psycopg.connect(plain, autocommit=True) as conn:
             conn.execute("CREATE TABLE set_up (n integer)")
             conn.execute("INSERT INTO set_up SELECT generate_series(1, 10000)")

@@ -18,6 +18,7 @@ from refcore.models import Mode, Organization
 from refcore.services import tenancy
 from refcore.services.runtime import Runtime, Tx
 from refcore_sqlstore import SqlStore, postgres_round_trips
+from tests.stores import libpq_url
 
 
 @pytest.fixture
@@ -143,4 +144,4 @@ def store_connection(tx: Tx) -> Connection:
 
 
 def _plain_url(store: SqlStore) -> str:
-    return store._engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    return libpq_url(store._engine.url)

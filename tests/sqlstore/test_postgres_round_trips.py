@@ -28,6 +28,7 @@ from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
 from tests.contract.scenario import build_world
 from tests.sqlstore.raw import count, terminate_backend
+from tests.stores import libpq_url
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -232,7 +233,7 @@ def test_a_lock_ends_with_its_transaction_and_a_later_update_reads_its_row_count
         first = locked(uow, "usr_1")
         uow.users.replace(evolve(first, email="kept@example.com"))
         uow.commit()
-        url = store._engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        url = libpq_url(store._engine.url)
         with psycopg.connect(url, autocommit=True) as other:
             other.execute("DELETE FROM users WHERE id = 'usr_1'")
         with pytest.raises(KeyError):
