@@ -2,8 +2,8 @@
 
 **PostgreSQL** URLs (``postgresql://``, ``postgres://``, ``postgresql+psycopg://``) all use the
 psycopg 3 driver. Transactions run at ``READ COMMITTED``: the services lock the rows they change
-(``SELECT … FOR UPDATE``) and unique keys settle duplicate inserts, and each statement after a
-lock sees what the previous lock holder committed.
+(``SELECT … FOR NO KEY UPDATE``) and unique keys settle duplicate inserts, and each statement
+after a lock sees what the previous lock holder committed.
 
 **SQLite** URLs (``sqlite:///path/to/file.db``) get, on every new connection:
 

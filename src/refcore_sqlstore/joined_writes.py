@@ -27,7 +27,7 @@ What PostgreSQL does with it is what it did with the separate statements, in one
 An ``UPDATE`` joins only under rules of its own, because the shared snapshot and the triggers'
 timing would otherwise change what it does:
 
-- it is an update by ``id`` of a row this transaction has locked (``SELECT … FOR UPDATE``;
+- it is an update by ``id`` of a row this transaction has locked (``SELECT … FOR NO KEY UPDATE``;
   only :meth:`~refcore_sqlstore.repository.SqlRepository.replace` of such a row defers one),
   so the row existed before the statement began: an ``UPDATE`` in a ``WITH`` does not see rows
   inserted by the same statement, and its locked row can neither vanish nor change under it;

@@ -27,9 +27,10 @@ M = TypeVar("M")
 class SqlRepository(Generic[M]):
     """Implements :class:`refcore.ports.Repository` for one model.
 
-    ``for_update`` becomes ``SELECT … FOR UPDATE`` (a row lock until the unit of work ends) on
-    PostgreSQL. SQLite has no row locks and needs none: every unit of work there holds the
-    database's write lock from ``BEGIN IMMEDIATE`` on, so writers already run one at a time.
+    ``for_update`` becomes ``SELECT … FOR NO KEY UPDATE`` (a row lock until the unit of work
+    ends, which lets foreign key checks of rows referencing it through) on PostgreSQL. SQLite has
+    no row locks and needs none: every unit of work there holds the database's write lock from
+    ``BEGIN IMMEDIATE`` on, so writers already run one at a time.
     """
 
     def __init__(

@@ -73,7 +73,14 @@ class TableStatements:
         return statement
 
     def _compiled(self, statement: Select[Any], *, for_update: bool = False) -> DriverStatement:
-        return DriverStatement(statement.with_for_update() if for_update else statement, self._dialect)
+        """``for_update`` locks the rows ``FOR NO KEY UPDATE`` on PostgreSQL (SQLite has no row
+        locks): it stops other updates and locks of the row as ``FOR UPDATE`` does, but not the
+        ``FOR KEY SHARE`` lock a foreign key check takes at ``COMMIT``, so the writes that only
+        reference a locked row (every payment of an App whose first Live payment holds the App's
+        row) neither wait for it nor deadlock with it. No service changes a row's ``id`` or
+        deletes a row it locked, the only changes that lock would have to stop."""
+        locked = statement.with_for_update(key_share=True) if for_update else statement
+        return DriverStatement(locked, self._dialect)
 
     def by_id(self, *, for_update: bool) -> DriverStatement:
         def build() -> DriverStatement:

@@ -92,7 +92,7 @@ def stored(store: SqlStore, *numbers: int) -> None:
 
 
 def locked(uow: UnitOfWork, user_id: str) -> User:
-    """The user of ``user_id`` read ``FOR UPDATE``: its row locked until the transaction ends."""
+    """The user of ``user_id`` read ``for_update``: its row locked until the transaction ends."""
     found = uow.users.get(user_id, for_update=True)
     assert found is not None
     return found
@@ -137,7 +137,8 @@ def test_reads_before_a_transactions_only_write_run_without_begin_or_commit(stor
 
 
 def test_a_locking_read_carries_the_begin_and_holds_its_lock_to_the_commit(store: SqlStore) -> None:
-    """``SELECT … FOR UPDATE`` needs its transaction: its row lock lasts until the COMMIT."""
+    """A locking ``SELECT`` (``FOR NO KEY UPDATE``) needs its transaction: its row lock lasts
+    until the COMMIT."""
     with store.unit_of_work() as uow:
         uow.users.add(user(1))
         uow.commit()
@@ -174,7 +175,7 @@ def test_a_write_that_needs_its_result_carries_the_begin(store: SqlStore) -> Non
 
 
 def test_an_update_of_a_locked_row_goes_with_the_commit_joined_with_the_inserts(store: SqlStore) -> None:
-    """``refcore_sqlstore.joined_writes``: a row read ``FOR UPDATE`` is there until the commit,
+    """``refcore_sqlstore.joined_writes``: a row read ``for_update`` is there until the commit,
     so its ``UPDATE`` needs no round trip of its own (a refund's update of its payment)."""
     stored(store, 1)
 
