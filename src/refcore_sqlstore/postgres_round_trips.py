@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import select
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -102,7 +102,7 @@ def execute(
         _run(cursor, sql, parameters, many)
         return
     driver: psycopg.Connection[Any] = cursor.connection
-    with driver.pipeline():
+    with collected_pipeline(driver):
         _send(driver, pending)
         _run(cursor, sql, parameters, many)
 
@@ -121,8 +121,27 @@ def flush(connection: Connection) -> None:
     pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
     if pending:
         driver = _driver(connection)
-        with driver.pipeline():
+        with collected_pipeline(driver):
             _send(driver, pending)
+
+
+@contextlib.contextmanager
+def collected_pipeline(driver: psycopg.Connection[Any]) -> Iterator[None]:
+    """``driver.pipeline()``, with what a refused statement left in it collected before it ends.
+
+    A statement the server refuses aborts those queued behind it. When its error arrives while
+    the pipeline is still open (the server answered before the next statement was queued, as in
+    a race lost on a unique key), psycopg's ``Pipeline.__exit__`` collects the aborted results,
+    fails again ("pipeline aborted") and logs that second failure as a warning, once for every
+    lost race, replayed payments among them. Collected here first, they leave nothing to log;
+    the refused statement's own error is raised as before."""
+    with driver.pipeline() as pipeline:
+        try:
+            yield
+        except psycopg.Error:
+            with contextlib.suppress(psycopg.Error):  # "pipeline aborted": the error says it all
+                pipeline.sync()
+            raise
 
 
 def _driver(connection: Connection) -> psycopg.Connection[Any]:
@@ -170,7 +189,7 @@ def _commit_with_deferred_writes(connection: Connection) -> None:
                 # ``COMMIT``.
                 _run_all(driver, statements[1:])
                 return
-            with driver.pipeline():
+            with collected_pipeline(driver):
                 # ``COMMIT`` as a statement of the pipeline: psycopg's ``commit()`` would wait
                 # for its own sync before the pipeline's last one, a second round trip.
                 _run_all(driver, [*statements, ("COMMIT", None, False)])

@@ -9,10 +9,13 @@ without waiting between statements).
 from __future__ import annotations
 
 import itertools
+import logging
+import select
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
@@ -26,6 +29,7 @@ from refcore.ports.lookups import Lookup
 from refcore.ports.unit_of_work import UnitOfWork
 from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
+from refcore_sqlstore.postgres_round_trips import collected_pipeline
 from tests.contract.scenario import build_world
 from tests.sqlstore.raw import count, terminate_backend
 from tests.stores import libpq_url
@@ -482,3 +486,38 @@ def test_the_outbox_claims_in_one_statement_and_closes_in_another_each_a_transac
     assert parsed(messages) == ["UPDATE"]
     assert (round_trips(messages), statuses(messages)) == (1, ["I"])
     assert store.outbox.claim(now=clock.now() + timedelta(hours=1), limit=100, lease_seconds=60) == []
+
+
+def _refused_while_the_pipeline_is_open(driver: psycopg.Connection[Any], pipeline: Any) -> None:
+    """A duplicate key in a pipeline whose error is read before the next statement is queued:
+    what a race lost on a unique key does when the winner commits at that moment."""
+    driver.execute("CREATE TEMPORARY TABLE IF NOT EXISTS pipelined (id integer PRIMARY KEY)")
+    driver.execute("INSERT INTO pipelined VALUES (1) ON CONFLICT DO NOTHING")
+    with pytest.raises(psycopg.errors.UniqueViolation), pipeline(driver):
+        driver.execute("BEGIN")
+        driver.execute("INSERT INTO pipelined VALUES (1)")
+        driver.pgconn.send_flush_request()
+        driver.pgconn.flush()
+        assert select.select([driver.fileno()], [], [], 10)[0], "the server never answered"
+        driver.execute("SELECT 1")  # reads the refusal: raised here, inside the pipeline
+        driver.execute("COMMIT")
+    driver.rollback()
+
+
+def test_a_statement_refused_while_its_pipeline_is_open_raises_alone_and_psycopg_logs_nothing(
+    store: SqlStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``postgres_round_trips.collected_pipeline``: psycopg's own pipeline, left with the
+    aborted statements uncollected, logs "error ignored terminating Pipeline … pipeline
+    aborted" as a warning, once for every race lost on a unique key (a replayed payment among
+    them); refcore's collects them first and logs nothing, and the connection works on."""
+    with psycopg.connect(libpq_url(store._engine.url), autocommit=True) as driver:
+        with caplog.at_level(logging.WARNING, logger="psycopg"):
+            _refused_while_the_pipeline_is_open(driver, psycopg.Connection.pipeline)
+        assert ["pipeline aborted" in record.getMessage() for record in caplog.records] == [True]
+        caplog.clear()
+
+        with caplog.at_level(logging.DEBUG, logger="psycopg"):
+            _refused_while_the_pipeline_is_open(driver, collected_pipeline)
+        assert caplog.records == []
+        assert driver.execute("SELECT count(*) FROM pipelined").fetchone() == (1,)
