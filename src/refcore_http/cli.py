@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import refcore
 from refcore.errors import RefcoreError
 from refcore.services.tenancy import create_session
-from refcore_http.logs import logging_config
+from refcore_http.logs import access_log_shown, logging_config
 from refcore_http.settings import DEFAULT_DATABASE_URL, Settings, SettingsError
 from refcore_http.store import MEMORY_URL, OpenStore, StoreUnavailable, open_store
 
@@ -93,6 +93,7 @@ def serve(args: argparse.Namespace) -> int:
             server_header=False,
             log_level=args.log_level,
             log_config=logging_config(args.log_level),
+            access_log=access_log_shown(args.log_level),
         )
     finally:
         store.dispose()

@@ -10,6 +10,7 @@ uvicorn's format, at the level of ``--log-level``, beside uvicorn's own lines.
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 #: The loggers refcore writes to; their children (``refcore.webhooks``) follow them.
@@ -24,3 +25,12 @@ def logging_config(level: str) -> dict[str, Any]:
     for name in REFCORE_LOGGERS:
         config["loggers"][name] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
     return config
+
+
+def access_log_shown(level: str) -> bool:
+    """Whether uvicorn's access lines (``INFO``) pass ``level``: ``uvicorn.run``'s ``access_log``.
+
+    uvicorn formats an access line's arguments (the client's address, the path quoted again)
+    for every response whenever its access logger has a handler, and only then lets the level
+    drop the line: at ``--log-level warning`` that was work for nothing on every request."""
+    return logging.getLevelNamesMapping()[level.upper()] <= logging.INFO

@@ -325,3 +325,23 @@ def test_the_read_pool_by_default_depends_on_the_database(url: str, threads: int
     assert Settings.from_env({"REFCORE_DATABASE_URL": url}).read_threads == threads
     explicit = {"REFCORE_DATABASE_URL": url, "REFCORE_READ_WORKER_THREADS": "3"}
     assert Settings.from_env(explicit).read_threads == 3
+
+
+@pytest.mark.usefixtures("collector_restored")
+@pytest.mark.parametrize(
+    ("level", "access_log"),
+    [("debug", True), ("info", True), ("warning", False), ("error", False), ("critical", False)],
+)
+def test_serve_turns_uvicorns_access_log_off_where_its_level_drops_the_lines(
+    monkeypatch: pytest.MonkeyPatch, level: str, access_log: bool
+) -> None:
+    """uvicorn writes access lines at INFO, but with the access log on it formats each line's
+    arguments for every response before the level drops it: at ``warning`` and above that was
+    work for nothing, so ``serve`` turns the access log off there (the lines stay at ``info``)."""
+    import uvicorn
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    assert cli.main(["serve", "--database-url", "memory://", "--log-level", level]) == 0
+    ((options,),) = [tuple(calls)]
+    assert options["access_log"] is access_log
