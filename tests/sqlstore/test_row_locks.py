@@ -6,7 +6,7 @@ Every foreign key is checked at ``COMMIT`` with a ``FOR KEY SHARE`` lock of the 
 ``FOR UPDATE`` refuses that lock. So a transaction that locked the App ``FOR UPDATE`` made every
 other write of that App wait at its commit, and when the locker then waited on one of them (for a
 balance row both were writing) PostgreSQL broke the cycle after a second with ``deadlock
-detected``: four to six times in each run of this test suite. The lock is ``FOR NO KEY UPDATE``,
+detected``, four to six times a run of this test suite. The lock is now ``FOR NO KEY UPDATE``,
 the lock PostgreSQL's own ``UPDATE`` of a non-key column takes: it still stops another update or
 lock of the row until the unit of work ends, and lets rows that merely reference it commit.
 """
