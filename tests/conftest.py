@@ -1,4 +1,5 @@
-"""Shared test configuration: Hypothesis profiles, and dropping the test databases at the end.
+"""Shared test configuration: Hypothesis profiles, dropping the test databases at the end, and
+the garbage collector given back after a test that ran ``refcore serve``.
 
 ``quick`` (default) keeps the local loop fast; ``ci`` (``HYPOTHESIS_PROFILE=ci``, set by
 ``.ci/run``) runs at least 1,000 examples for the ledger state machine on the memory store.
@@ -6,6 +7,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 
@@ -28,3 +30,12 @@ def _drop_test_databases() -> Iterator[None]:
     """Drop the session's PostgreSQL database and SQLite template once every test has run."""
     yield
     close_stores()
+
+
+@pytest.fixture
+def collector_restored() -> Iterator[None]:
+    """``serve`` tunes this process's garbage collector; the tests after it get it back as it was."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)

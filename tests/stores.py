@@ -92,7 +92,7 @@ def libpq_url(url: str | URL) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def psycopg_connect(url: str) -> psycopg.Connection[tuple[object, ...]]:
+def psycopg_connect(url: str | URL) -> psycopg.Connection[tuple[object, ...]]:
     """A plain autocommit psycopg connection to a database given by an SQLAlchemy-style URL."""
     return psycopg.connect(libpq_url(url), autocommit=True, connect_timeout=5)
 

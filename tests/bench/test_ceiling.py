@@ -3,7 +3,6 @@ uvicorn settings"), so its ratio measures refcore and nothing else."""
 
 from __future__ import annotations
 
-import gc
 import sys
 from typing import Any
 
@@ -17,18 +16,14 @@ from refcore_http import cli
 OWN_OPTIONS = {"host", "port", "log_config"}
 
 
+@pytest.mark.usefixtures("collector_restored")
 @pytest.mark.parametrize("level", ["info", "warning"])
 def test_the_ceiling_runs_under_refcore_serves_uvicorn_options(
     monkeypatch: pytest.MonkeyPatch, level: str
 ) -> None:
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append(options))
-    threshold = gc.get_threshold()
-    try:
-        assert cli.main(["serve", "--database-url", "memory://", "--log-level", level]) == 0
-    finally:  # serve tunes the collector for the server process; give the tests theirs back
-        gc.unfreeze()
-        gc.set_threshold(*threshold)
+    assert cli.main(["serve", "--database-url", "memory://", "--log-level", level]) == 0
     monkeypatch.setattr(sys, "argv", ["bench.ceiling", "--port", "1", "--log-level", level])
     ceiling.main()
 

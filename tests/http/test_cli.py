@@ -6,7 +6,6 @@ import gc
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,15 +92,6 @@ def test_migrate_is_idempotent_and_bad_urls_fail_cleanly(
     assert cli.main(["migrate", "--database-url", "mysql://root:pw@db/x"]) == 2
     err = capsys.readouterr().err
     assert "unsupported database" in err and "pw" not in err
-
-
-@pytest.fixture
-def collector_restored() -> Iterator[None]:
-    """``serve`` tunes this process's garbage collector; the tests after it get it back as it was."""
-    threshold = gc.get_threshold()
-    yield
-    gc.unfreeze()
-    gc.set_threshold(*threshold)
 
 
 @pytest.mark.usefixtures("collector_restored")

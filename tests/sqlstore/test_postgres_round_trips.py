@@ -32,7 +32,7 @@ from refcore_sqlstore import SqlStore
 from refcore_sqlstore.postgres_round_trips import collected_pipeline
 from tests.contract.scenario import build_world
 from tests.sqlstore.raw import count, terminate_backend
-from tests.stores import libpq_url
+from tests.stores import libpq_url, psycopg_connect
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -511,7 +511,7 @@ def test_a_statement_refused_while_its_pipeline_is_open_raises_alone_and_psycopg
     aborted statements uncollected, logs "error ignored terminating Pipeline … pipeline
     aborted" as a warning, once for every race lost on a unique key (a replayed payment among
     them); refcore's collects them first and logs nothing, and the connection works on."""
-    with psycopg.connect(libpq_url(store._engine.url), autocommit=True) as driver:
+    with psycopg_connect(store._engine.url) as driver:
         with caplog.at_level(logging.WARNING, logger="psycopg"):
             _refused_while_the_pipeline_is_open(driver, psycopg.Connection.pipeline)
         assert ["pipeline aborted" in record.getMessage() for record in caplog.records] == [True]

@@ -23,7 +23,7 @@ from refcore.clocks import ManualClock
 from refcore.services.runtime import Tx
 from refcore_sqlstore import SqlStore
 from tests.contract.scenario import build_world
-from tests.sqlstore.raw import engine_of
+from tests.sqlstore.raw import engine_of, scalar
 from tests.stores import emptied_postgres_store, psycopg_connect
 
 #: Long enough that only a lock held until the holder gives up can end a wait for it.
@@ -61,7 +61,7 @@ def _while_locked(
     thread.start()
     try:
         assert locked.wait(30) and not failures, failures
-        with psycopg_connect(engine_of(store).url.render_as_string(hide_password=False)) as connection:
+        with psycopg_connect(engine_of(store).url) as connection:
             connection.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
             other(connection)
     finally:
@@ -83,9 +83,7 @@ def test_a_locked_row_lets_a_row_that_references_it_commit(postgres_store: SqlSt
 
     _while_locked(postgres_store, app_id, insert_an_event_of_the_app)
 
-    with psycopg_connect(engine_of(postgres_store).url.render_as_string(hide_password=False)) as check:
-        row = check.execute("SELECT app_id FROM events WHERE id = 'evt_lock_test'").fetchone()
-    assert row == (app_id,)
+    assert scalar(postgres_store, "SELECT app_id FROM events WHERE id = 'evt_lock_test'") == app_id
 
 
 def test_a_locked_row_still_stops_another_update_of_it(postgres_store: SqlStore) -> None:
