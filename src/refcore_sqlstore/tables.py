@@ -77,6 +77,16 @@ def _int(name: str, *, nullable: bool = False) -> Column[int]:
     return Column(name, Integer, nullable=nullable)
 
 
+#: A sum of money: ``BIGINT`` on PostgreSQL. One amount fits a signed 32-bit integer (interface
+#: 2.2), a sum of them need not: a payout of two such payments' commissions already does not.
+#: SQLite's ``INTEGER`` is already 64-bit, so it keeps that name (migration 0007).
+_MONEY_SUM = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def _money_sum(name: str) -> Column[int]:
+    return Column(name, _MONEY_SUM, nullable=False)
+
+
 def _bool(name: str) -> Column[bool]:
     return Column(name, Boolean, nullable=False)
 
@@ -505,7 +515,7 @@ payout_batches = Table(
     _ref("app_id", "apps"),
     _ref("program_id", "programs"),
     _text("status"),
-    _int("total"),
+    _money_sum("total"),
     _text("currency"),
     _int("execution_count"),
     _time("created_at"),
@@ -521,7 +531,7 @@ payout_executions = Table(
     _ref("app_id", "apps"),
     _ref("program_id", "programs"),
     _ref("program_affiliate_id", "program_affiliates"),
-    _int("amount"),
+    _money_sum("amount"),
     _text("currency"),
     _text("status"),
     _time("created_at"),
@@ -548,7 +558,7 @@ payout_requests = Table(
     _ref("app_id", "apps"),
     _ref("program_id", "programs"),
     _ref("program_affiliate_id", "program_affiliates"),
-    _int("amount"),
+    _money_sum("amount"),
     _text("currency"),
     _text("status"),
     _time("created_at"),

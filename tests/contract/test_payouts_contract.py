@@ -18,7 +18,7 @@ from refcore.models.payout import PayoutExecutionStatus
 from refcore.rules.entry_status import Balance
 from refcore.services.runtime import Runtime, Tx
 from tests.payouts.races import race_mark_paid_report_and_batch
-from tests.payouts.world import build_payout_world
+from tests.payouts.world import affiliate_key, build_payout_world
 
 
 def test_the_full_payout_cycle_holds_on_every_store(runtime: Runtime, clock: ManualClock) -> None:
@@ -62,3 +62,29 @@ def test_racing_mark_paid_report_and_batch_pay_each_entry_once(
     runtime: Runtime, clock: ManualClock, attempt: int
 ) -> None:
     race_mark_paid_report_and_batch(build_payout_world(runtime, clock))
+
+
+INT32_MAX = 2**31 - 1
+
+
+def test_a_payout_beyond_32_bits_is_paid_on_every_store(runtime: Runtime, clock: ManualClock) -> None:
+    """One amount fits a signed 32-bit integer (interface 2.2); a sum of them need not. Two
+    payments of the largest amount at a 100 % commission make a payout of twice that: the
+    request, the batch, its execution and mark-paid each hold it exactly (on PostgreSQL they
+    were ``integer`` columns, and paying failed with a 500 on every try)."""
+    pw = build_payout_world(runtime, clock, commission={"type": "percent", "bps": 10_000}, hold_days=0)
+    pw.earn(INT32_MAX)
+    pw.earn(INT32_MAX)
+    pw.past_hold()
+    owed = 2 * INT32_MAX
+    assert pw.balance() == Balance(available=owed)
+    principal, _ = affiliate_key(runtime, pw.world.affiliate)
+    assert pw.request(principal).amount == owed
+    assert [ready.amount for ready in pw.ready()] == [owed]
+    batch = pw.prepare()
+    assert batch.total == owed
+    [execution] = pw.dispatch(batch.id).executions
+    assert execution.amount == owed
+    assert pw.report(execution.id, "failed", "k1").execution.amount == owed
+    assert pw.mark_paid().amount == owed
+    assert pw.balance() == Balance(paid=owed)
