@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,3 +71,20 @@ def test_check_capture_fields_keeps_each_field_in_its_place() -> None:
     )
     keyed = check_capture_fields("acme-ally", None, None, "2001:0db8::1", None, caller=Credential("k"))
     assert keyed.visitor_ip == "2001:db8::1"  # a server capture's is the caller's word: parsed
+
+
+def test_decisions_page_and_referrer_are_kept_as_sent_not_parsed_as_urls() -> None:
+    """docs/decisions.md, Tracking: a web view's app scheme, a ``file:`` page or a truncated
+    referrer is still a click; the text is kept exactly, and only its length is limited."""
+    for page, referrer in [
+        ("android-app://com.example.shop/", "file:///index.html"),
+        ("javascript:alert(1)", "https://news.exa"),
+        ("not a url at all", "//news.example"),
+    ]:
+        pending = check_capture_fields("ally", page, referrer, None, None, caller=None)
+        assert (pending.page, pending.referrer) == (page, referrer)
+    too_long = "https://shop.example/" + "p" * 2028
+    assert len(too_long) == 2049
+    with pytest.raises(RefcoreError) as refused:
+        check_capture_fields("ally", too_long, None, None, None, caller=None)
+    assert (refused.value.code, refused.value.param) == ("validation_error", "page")
