@@ -32,7 +32,7 @@ from refcore_sqlstore import SqlStore
 from refcore_sqlstore.postgres_round_trips import collected_pipeline
 from tests.contract.scenario import build_world
 from tests.sqlstore.raw import count, terminate_backend
-from tests.stores import libpq_url, psycopg_connect
+from tests.stores import psycopg_connect
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -238,8 +238,7 @@ def test_a_lock_ends_with_its_transaction_and_a_later_update_reads_its_row_count
         first = locked(uow, "usr_1")
         uow.users.replace(evolve(first, email="kept@example.com"))
         uow.commit()
-        url = libpq_url(store._engine.url)
-        with psycopg.connect(url, autocommit=True) as other:
+        with psycopg_connect(store._engine.url) as other:
             other.execute("DELETE FROM users WHERE id = 'usr_1'")
         with pytest.raises(KeyError):
             uow.users.replace(evolve(first, email="lost@example.com"))
