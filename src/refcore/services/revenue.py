@@ -40,7 +40,7 @@ from refcore.rules import disputes as dispute_rules
 from refcore.rules.commission import commission_for_payment
 from refcore.rules.consumption import require_within_payment
 from refcore.rules.earning import payment_earns
-from refcore.rules.money import require_amount, require_currency
+from refcore.rules.money import is_iso_4217, require_amount, require_currency_format, require_iso_4217
 from refcore.services.access import check_activity
 from refcore.services.ledger import append_entry, rebalance
 from refcore.services.principal import Scope
@@ -90,7 +90,7 @@ def record_payment(
     customer_id = require_text(report.customer_id, param="customer_id")
     program_id = require_text(report.program_id, param="program_id")
     amount = require_amount(report.amount, param="amount", positive=False)
-    currency = require_currency(report.currency)
+    currency = require_currency_format(report.currency)
 
     def work(tx: Tx) -> Recorded:
         # Everything the payment reads, in one statement on a SQL store (ports.lookups); the
@@ -104,6 +104,10 @@ def record_payment(
             "program_affiliates", ProgramAffiliate, {"id": FieldOf(referral_, "program_affiliate_id")}
         )
         found = tx.uow.look_up(existing, app_, customer_, program_, referral_, affiliate_)
+        if not is_iso_4217(currency):
+            # Before every other answer, like the checks of the form above: a code ISO 4217 does
+            # not list is refused unless it is the program's own, taken before ISO withdrew it.
+            require_iso_4217(currency, in_use=_currencies_of(found[program_], scope))
         replayed = _replayed(found[existing], payment_id, (customer_id, program_id, amount, currency))
         if replayed is not None:
             return replayed
@@ -164,13 +168,17 @@ def record_unattributed_payment(
     Only the processor reports such payments (its payments carry the identify metadata when the
     App attached it; decisions 4, "unattributed payments"). Idempotent like :func:`record_payment`,
     and it locks the revenue source the same way, so history and the lock never depend on whether
-    the App remembered the metadata.
+    the App remembered the metadata. Its currency is one ISO 4217 lists, or one of the App's
+    programs' currencies (which they keep after ISO withdraws it), checked before anything else.
     """
     payment_id = require_text(report.payment_id, param="payment_id")
     amount = require_amount(report.amount, param="amount", positive=False)
-    currency = require_currency(report.currency)
+    currency = require_currency_format(report.currency)
 
     def work(tx: Tx) -> Recorded:
+        if not is_iso_4217(currency):
+            programs = tx.uow.programs.find_all({"app_id": scope.app_id})
+            require_iso_4217(currency, in_use={program.currency for program in programs})
         replayed = _replayed_payment(tx, scope, payment_id, (None, None, amount, currency))
         if replayed is not None:
             return replayed
@@ -194,6 +202,14 @@ def record_unattributed_payment(
         return _store_new_payment(tx, app, payment)
 
     return rt.transaction(work)
+
+
+def _currencies_of(program: Program | None, scope: Scope) -> tuple[str, ...]:
+    """The currency a payment for ``program`` may carry besides the ISO 4217 codes: its own, if
+    the program is the scope's (another App's program is not found, so it allows nothing)."""
+    if program is None or program.app_id != scope.app_id:
+        return ()
+    return (program.currency,)
 
 
 def _payment_key(scope: Scope, payment_id: str) -> dict[str, object]:
