@@ -81,6 +81,18 @@ def test_selected_events_are_stored_and_a_put_without_events_selects_all_again(
     assert svc.represent_endpoint(reset.endpoint)["events"] == [t.value for t in SUBSCRIBABLE]
 
 
+def test_a_put_field_sent_as_null_takes_its_default_like_an_omitted_one(
+    store_world: World, sbox: SecretBox
+) -> None:
+    """docs/webhooks.md: PUT replaces the whole configuration, so ``null`` is the default."""
+    chosen = _put(store_world, sbox, events=["payout.ready"], disabled=True)
+    assert chosen.endpoint.disabled is True
+    assert svc.represent_endpoint(chosen.endpoint)["events"] == ["payout.ready"]
+    reset = _put(store_world, sbox, events=None, disabled=None)
+    assert reset.endpoint.disabled is False
+    assert svc.represent_endpoint(reset.endpoint)["events"] == [t.value for t in SUBSCRIBABLE]
+
+
 @pytest.mark.parametrize(
     ("values", "param"),
     [
@@ -139,6 +151,7 @@ def test_removal_hides_the_endpoint_destroys_its_secret_and_a_later_put_creates_
     assert revived.created is True
     assert revived.secret is not None and revived.secret != first.secret
     assert revived.endpoint.created_at > first.endpoint.created_at
+    assert revived.endpoint.id == first.endpoint.id  # one endpoint an App (docs/webhooks.md)
 
 
 def test_the_test_event_is_livemode_false_and_needs_an_endpoint(store_world: World, sbox: SecretBox) -> None:

@@ -75,3 +75,28 @@ def test_the_stored_ciphertext_opens_only_with_the_server_key(world: World, box:
     assert endpoint.secret_ciphertext.startswith("v1.")
     assert webhook_service.signing_secret(box, endpoint) == created.secret
     assert webhook_service.signing_secret(SecretBox(SECRET_KEY), endpoint) == created.secret
+
+
+def test_a_token_in_the_endpoint_query_reaches_the_receiver_but_not_the_log(
+    world: World,
+    box: SecretBox,
+    receiver: Receiver,
+    dispatcher: WebhookDispatcher,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Receivers often authenticate by a token in the query string: the delivery sends the URL
+    whole and the Developer's delivery record keeps it, but the server log shows ``?…``."""
+    caplog.set_level(logging.INFO)
+    token = "query-token-0123456789"
+    url = receiver.url(f"/ok?token={token}")
+    configure(world, box, url)
+    world.add_affiliate()
+    run(dispatcher.drain())
+
+    assert [hit.path for hit in receiver.received] == [f"/ok?token={token}"]
+    assert [delivery.url for delivery in deliveries(world)] == [url]
+    # refcore's own lines; httpx's INFO line of the request reaches no handler under `refcore
+    # serve`, which configures only uvicorn's and refcore's loggers (refcore_http.logs).
+    refcore_lines = [record.getMessage() for record in caplog.records if record.name.startswith("refcore")]
+    assert any(receiver.url("/ok?…") in line for line in refcore_lines)
+    assert not any(token in line for line in refcore_lines)

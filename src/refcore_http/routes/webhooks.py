@@ -35,7 +35,8 @@ class WebhookEndpointBody:
         metadata={"description": "Event types to receive; omitted or null: every subscribable type"},
     )
     disabled: bool | None = field(
-        default=None, metadata={"description": "true stops delivery without removing the endpoint"}
+        default=None,
+        metadata={"description": "true stops delivery without removing the endpoint; omitted or null: false"},
     )
 
 

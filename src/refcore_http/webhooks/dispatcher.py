@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from attrs import evolve
 
@@ -241,7 +242,7 @@ class WebhookDispatcher:
             "webhook event %s (%s) to %s: %s, http_status=%s, %d ms%s",
             event.id,
             event.type.value,
-            endpoint.url,
+            logged_url(endpoint.url),
             "succeeded" if outcome.succeeded else "failed",
             outcome.http_status,
             outcome.duration_ms,
@@ -287,3 +288,13 @@ class WebhookDispatcher:
                 tx.uow.events.replace(evolve(stored, delivered_at=tx.now))
 
         self._rt.transaction(work)
+
+
+def logged_url(url: str) -> str:
+    """``url`` as the log shows it: scheme, host, port and path; a query as ``?…``, no fragment.
+
+    Receivers often take a shared token in the query string (``?token=…``): the Developer's own
+    delivery records keep the whole URL, but an operator's log is read by more people."""
+    parts = urlsplit(url)
+    shown = f"{parts.scheme}://{parts.netloc}{parts.path}"
+    return shown + "?…" if parts.query else shown
