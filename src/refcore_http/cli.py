@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import refcore
 from refcore.errors import RefcoreError
 from refcore.services.tenancy import create_session
-from refcore_http.logs import access_log_shown, logging_config
+from refcore_http.logs import access_log_shown, logging_config, redact_credentials
 from refcore_http.settings import DEFAULT_DATABASE_URL, Settings, SettingsError
 from refcore_http.store import MEMORY_URL, OpenStore, StoreUnavailable, open_store
 
@@ -84,6 +84,9 @@ def serve(args: argparse.Namespace) -> int:
         prepare_garbage_collector()
         address = f"http://{settings.host}:{settings.port}"
         print(f"refcore: serving {store.description} on {address}", file=sys.stderr)
+        # Before uvicorn configures its loggers, which keeps their filters: no access line (nor
+        # any other record of a request's path and query) shows a credential a client sent.
+        redact_credentials()
         # Forwarded headers are read by refcore itself, from REFCORE_TRUSTED_PROXIES only.
         uvicorn.run(
             app,
