@@ -1,7 +1,9 @@
 """``Authorization: Bearer <credential>`` to a :class:`~refcore.services.principal.Principal`.
 
 The header is read on the event loop (:func:`credential_of`: a missing or malformed one is
-``401`` before anything else is read). The credential is then resolved by
+``401`` before anything else is read, and so is a request that sends it more than once: RFC 9110
+allows one ``Authorization`` field, and a proxy that read the other one would have authorised
+the request on a credential refcore never saw). The credential is then resolved by
 :func:`refcore.services.tenancy.authenticate` (sessions and keys are stored only as digests, and
 checked on every request, so a revoked key fails at once; the requests of one write batch,
 which arrived together and are committed together, share one lookup of a key, see
@@ -28,7 +30,7 @@ from refcore.services.runtime import Runtime
 from refcore.services.tenancy import authenticate
 from refcore_http.endpoints import Access
 from refcore_http.known_keys import KnownKeys
-from refcore_http.request_headers import header
+from refcore_http.request_headers import header, repeated
 
 _MAX_CREDENTIAL = 512
 
@@ -37,10 +39,13 @@ _SHARED = threading.local()
 
 
 def bearer_credential(request: Request) -> str | None:
-    """The credential, ``None`` without an Authorization header; a malformed header is 401."""
+    """The credential, ``None`` without an Authorization header; a malformed header is 401, and
+    so are several Authorization headers, whatever their values (even equal ones)."""
     sent = header(request, b"authorization")
     if sent is None:
         return None
+    if repeated(request, b"authorization"):
+        raise Unauthenticated("Send one Authorization header; this request has several")
     scheme, _, credential = sent.strip().partition(" ")
     credential = credential.strip()
     if scheme.lower() != "bearer" or not credential or len(credential) > _MAX_CREDENTIAL:

@@ -7,7 +7,9 @@ there is. A dictionary of the ASGI scope's headers, made on the first lookup and
 scope, answers all five in a quarter of the time (0.9 against 3.6 µs, ``bench/history.md``).
 
 ASGI servers give header names in lower case. A header sent twice answers with its first
-value, as ``Headers.get`` does.
+value, as ``Headers.get`` does; :func:`repeated` tells whether it was (``Authorization`` may be
+sent once only: :func:`refcore_http.auth.bearer_credential`). It costs a request whose headers
+all differ two lengths compared, nothing more.
 """
 
 from __future__ import annotations
@@ -27,3 +29,18 @@ def header(request: HTTPConnection, name: bytes) -> str | None:
         by_name = scope[_SCOPE_KEY] = dict(reversed(scope["headers"]))
     value = by_name.get(name)
     return None if value is None else value.decode("latin-1")
+
+
+def repeated(request: HTTPConnection, name: bytes) -> bool:
+    """Whether the header ``name`` (lower case, as bytes) was sent more than once.
+
+    The headers are counted only when the dictionary of :func:`header` holds fewer names than
+    the request sent headers, that is when some header came twice: almost never."""
+    scope = request.scope
+    raw: list[tuple[bytes, bytes]] = scope["headers"]
+    by_name: dict[bytes, bytes] | None = scope.get(_SCOPE_KEY)
+    if by_name is None:
+        by_name = scope[_SCOPE_KEY] = dict(reversed(raw))
+    if len(by_name) == len(raw):
+        return False
+    return sum(1 for sent, _value in raw if sent == name) > 1
