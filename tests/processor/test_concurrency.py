@@ -93,7 +93,7 @@ def test_concurrent_deliveries_of_one_charge_and_refund_record_each_once(
     )
     paid = at_once([lambda: apply_change(store_runtime, scope, payment) for _ in range(4)])
     assert _outcomes(paid) == Counter({"created": 1, "replay": 3})
-    refund = ProcessorRefund(refund_id="re_race", payment_id="ch_race", amount=3000)
+    refund = ProcessorRefund(refund_id="re_race", payment_id="ch_race", amount=3000, currency="usd")
     refunded = at_once([lambda: apply_change(store_runtime, scope, refund) for _ in range(4)])
     assert _outcomes(refunded) == Counter({"created": 1, "replay": 3})
     (stored,) = expect(store_client.get("/v1/transactions", tenant.test_key), 200)["data"]

@@ -9,6 +9,11 @@ therefore behave exactly as the ledger rules say for API revenue: an exact repla
 with the stored record, a refund or dispute before its payment is ``payment_not_found`` (the
 processor retries the delivery later, interface 4.1 rule 1), conflicting details are conflicts.
 
+Unlike the API's refund and dispute reports, the processor's name their currency: it is passed
+on, and the revenue service refuses a new refund or dispute (or a dispute's new status) whose
+currency is not its payment's (``currency_mismatch``), compared under the payment's lock before
+anything is recorded. A replay is still answered from the stored record first.
+
 A payment is attributed through the ``processor_metadata`` that identify returned and the App
 attached to the processor's payment object (interface 2.5): ``service_customer_id`` and
 ``service_program_id``. Without them the payment is still recorded, unattributed and with no
@@ -58,11 +63,12 @@ class ProcessorPayment:
 
 @frozen
 class ProcessorRefund:
-    """A succeeded refund of the payment ``payment_id``."""
+    """A succeeded refund of the payment ``payment_id``, in ``currency`` (the processor's)."""
 
     refund_id: str
     payment_id: str
     amount: int
+    currency: str
 
 
 @frozen
@@ -73,6 +79,7 @@ class ProcessorDispute:
     payment_id: str
     amount: int
     status: DisputeStatus
+    currency: str
 
 
 ProcessorChange = ProcessorPayment | ProcessorRefund | ProcessorDispute
@@ -123,7 +130,12 @@ def apply_change(rt: Runtime, scope: Scope, change: ProcessorChange) -> Recorded
         return record_refund(
             rt,
             scope,
-            RefundReport(refund_id=change.refund_id, payment_id=change.payment_id, amount=change.amount),
+            RefundReport(
+                refund_id=change.refund_id,
+                payment_id=change.payment_id,
+                amount=change.amount,
+                currency=change.currency,
+            ),
             source=source,
         )
     return report_dispute(
@@ -134,6 +146,7 @@ def apply_change(rt: Runtime, scope: Scope, change: ProcessorChange) -> Recorded
             payment_id=change.payment_id,
             status=change.status.value,
             amount=change.amount,
+            currency=change.currency,
         ),
         source=source,
     )

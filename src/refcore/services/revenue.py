@@ -70,6 +70,9 @@ class RefundReport:
     refund_id: object
     payment_id: object
     amount: object
+    #: Only the processor reports one (the API's refund carries none, interface 2.7); when given
+    #: it must be the payment's currency (:func:`_require_payment_currency`).
+    currency: object = None
 
 
 @frozen
@@ -78,6 +81,8 @@ class DisputeReport:
     payment_id: object
     status: object
     amount: object
+    #: As :attr:`RefundReport.currency`: the processor's, compared with the payment's.
+    currency: object = None
 
 
 # -- payments --------------------------------------------------------------------------------
@@ -306,6 +311,21 @@ def _locked_payment(tx: Tx, scope: Scope, payment_id: str) -> Payment:
     return payment
 
 
+def _reported_currency(value: object) -> str | None:
+    """A refund's or dispute's reported currency, in form; ``None`` when none was reported."""
+    return None if value is None else require_currency_format(value)
+
+
+def _require_payment_currency(payment: Payment, currency: str | None) -> None:
+    """A refund or dispute that names its currency (the processor's do) is in its payment's:
+    its amount is applied to the payment as minor units of the payment's currency."""
+    if currency is not None and currency != payment.currency:
+        raise CurrencyMismatch(
+            f"currency must be the currency of payment {payment.payment_id}, {payment.currency}",
+            param="currency",
+        )
+
+
 # -- refunds ---------------------------------------------------------------------------------
 
 
@@ -315,6 +335,7 @@ def record_refund(
     refund_id = require_text(report.refund_id, param="refund_id")
     payment_id = require_text(report.payment_id, param="payment_id")
     amount = require_amount(report.amount, param="amount", positive=True)
+    currency = _reported_currency(report.currency)
 
     where = {"app_id": scope.app_id, "mode": scope.mode, "refund_id": refund_id}
 
@@ -346,6 +367,7 @@ def record_refund(
         _taking_revenue(found[app_], scope, source)
         if payment is None:
             raise NotFound.of("payment", payment_id)
+        _require_payment_currency(payment, currency)
         require_within_payment(payment, amount)
         refund = Refund(
             id=tx.new_id("txn"),
@@ -383,6 +405,7 @@ def report_dispute(
     payment_id = require_text(report.payment_id, param="payment_id")
     status = require_choice(report.status, DisputeStatus, param="status")
     amount = require_amount(report.amount, param="amount", positive=True)
+    currency = _reported_currency(report.currency)
 
     def same_identity(existing: Dispute | None) -> Dispute | None:
         """The stored dispute, if any, provided this report names the same payment and amount."""
@@ -408,6 +431,9 @@ def report_dispute(
         # Read again under the payment's lock: a concurrent report may have just created it, and
         # perhaps for another payment (a different lock), so its identity is checked again.
         existing = same_identity(tx.uow.disputes.find_one(where, for_update=True))
+        move = None if existing is None else dispute_rules.classify_report(existing.status, status)
+        if move is not dispute_rules.Move.UNCHANGED:  # a replay is answered before any other check
+            _require_payment_currency(payment, currency)
         if existing is None:
             return _open_dispute(tx, scope, payment, dispute_id, status, amount)
         return _advance_dispute(tx, payment, existing, status)

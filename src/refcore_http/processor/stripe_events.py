@@ -11,10 +11,12 @@ Event type                                    Revenue change
                                               ``metadata`` carries identify's keys
 ``charge.refunded``                           each ``succeeded`` refund in ``charge.refunds``
 ``refund.created``, ``refund.updated``,       the refund, once ``succeeded``: ``refund_id`` =
-``charge.refund.updated``                     the ``re_…`` ID, ``payment_id`` = its charge
+``charge.refund.updated``                     the ``re_…`` ID, ``payment_id`` = its charge,
+                                              ``currency`` = the refund's
 ``charge.dispute.created``, ``.updated``,     the dispute in the status its object shows (below):
 ``.closed``, ``.funds_withdrawn``,            ``dispute_id`` = the ``dp_…`` ID, ``payment_id``
-``.funds_reinstated``                         = its charge, ``amount`` = the dispute amount
+``.funds_reinstated``                         = its charge, ``amount`` = the dispute amount,
+                                              ``currency`` = the dispute's
 anything else                                 nothing (answered ``200``, ``handled: false``)
 ============================================ ================================================
 
@@ -30,6 +32,12 @@ inquiry statuses ``warning_needs_response`` / ``warning_under_review`` are ``ope
 ``prevented`` and ``charge_refunded`` are ``withdrawn``. ``charge.dispute.funds_reinstated`` of a
 ``lost`` dispute is ``funds_reinstated``; of a ``won`` one (the usual case: the funds withdrawn
 when it opened come back), it is ``won``.
+
+A refund or dispute that counts must carry its ``currency``, three lowercase letters
+(``validation_error``, ``param: currency``, when it is missing or malformed); the core compares it
+with its payment's (``currency_mismatch``), under the payment's lock. The refunds a
+``charge.refunded`` lists must also be in the charge's own currency (``currency_mismatch``), so
+that such an event is refused whole, before its first refund is recorded.
 """
 
 from __future__ import annotations
@@ -39,8 +47,9 @@ from typing import Any
 import stripe
 from attrs import frozen
 
-from refcore.errors import ValidationError
+from refcore.errors import CurrencyMismatch, ValidationError
 from refcore.models import DisputeStatus
+from refcore.rules.money import require_currency_format
 from refcore.services.processor_events import (
     ProcessorChange,
     ProcessorDispute,
@@ -126,11 +135,14 @@ def _changes(event_type: str, obj: Any) -> tuple[ProcessorChange, ...]:
     if event_type == CHARGE_REFUNDED:
         charge = _expect(obj, stripe.Charge)
         refunds = charge.refunds.data if "refunds" in charge and charge.refunds is not None else []
-        return tuple(
+        changes = tuple(
             change
             for refund in refunds
             for change in _refund(_expect(refund, stripe.Refund), charge_id=charge.id)
         )
+        if changes:
+            _require_charge_currency(charge, changes)
+        return changes
     if event_type in REFUND_EVENTS:
         return tuple(_refund(_expect(obj, stripe.Refund)))
     return tuple(_dispute(_expect(obj, stripe.Dispute), event_type))
@@ -140,6 +152,31 @@ def _expect(obj: Any, cls: type[Any]) -> Any:
     if not isinstance(obj, cls):
         raise TypeError(f"expected a {cls.__name__}")
     return obj
+
+
+def _currency(obj: stripe.StripeObject) -> str:
+    """The refund's or dispute's ``currency``: three lowercase letters, or ``validation_error``.
+
+    Missing is refused as malformed is: refcore records the amount against the payment, so an
+    amount whose currency is unknown cannot be applied. Whether ISO 4217 lists it does not
+    matter here: it must equal the payment's currency, which was checked when it was recorded.
+    """
+    return require_currency_format(getattr(obj, "currency", None), param="currency")
+
+
+def _require_charge_currency(charge: stripe.Charge, changes: tuple[ProcessorChange, ...]) -> None:
+    """The refunds a ``charge.refunded`` lists are in the charge's currency, or none is recorded.
+
+    Each refund is recorded in its own unit of work; without this, a list whose second refund is
+    in another currency would record the first before the second is refused.
+    """
+    currency = _currency(charge)
+    for change in changes:
+        if isinstance(change, ProcessorRefund) and change.currency != currency:
+            raise CurrencyMismatch(
+                f"refund {change.refund_id} is in {change.currency}, not in its charge's currency {currency}",
+                param="currency",
+            )
 
 
 def _object_id(value: Any) -> str:
@@ -169,7 +206,14 @@ def _refund(refund: stripe.Refund, *, charge_id: str | None = None) -> list[Proc
     if refund.status != "succeeded":
         return []  # pending, requires_action, failed or canceled: nothing was refunded (yet)
     charge = charge_id if charge_id is not None else _object_id(refund.charge)
-    return [ProcessorRefund(refund_id=_object_id(refund.id), payment_id=charge, amount=refund.amount)]
+    return [
+        ProcessorRefund(
+            refund_id=_object_id(refund.id),
+            payment_id=charge,
+            amount=refund.amount,
+            currency=_currency(refund),
+        )
+    ]
 
 
 def _dispute(dispute: stripe.Dispute, event_type: str) -> list[ProcessorChange]:
@@ -184,5 +228,6 @@ def _dispute(dispute: stripe.Dispute, event_type: str) -> list[ProcessorChange]:
             payment_id=_object_id(dispute.charge),
             amount=dispute.amount,
             status=status,
+            currency=_currency(dispute),
         )
     ]
