@@ -7,6 +7,10 @@ is enough. The cryptographic check is the official package's
 (:meth:`stripe.WebhookSignature.verify_header`, constant-time). The freshness check is done here,
 against the server's clock rather than ``time.time()``, and in both directions: a timestamp more
 than five minutes in the past (a replayed capture) or in the future is refused.
+
+Every refusal is :class:`SignatureRefused`: the ``invalid_signature`` the client sees, and, for
+the server log only, which check failed (:attr:`SignatureRefused.check`). The check names the
+check, never the secret, a signature value or the header as sent.
 """
 
 from __future__ import annotations
@@ -22,24 +26,78 @@ SIGNATURE_HEADER = "Stripe-Signature"
 TOLERANCE = timedelta(minutes=5)
 
 
+class SignatureRefused(InvalidSignature):
+    """``invalid_signature``, with the check that failed for the server log (never sent)."""
+
+    def __init__(self, message: str, *, check: str) -> None:
+        super().__init__(message)
+        self.check = check
+
+
+#: The message of checks 2 and 3 alike (docs/processor.md): the route is no oracle for which
+#: accounts are connected.
+UNVERIFIED = f"The {SIGNATURE_HEADER} header does not verify"
+
+
 def signed_at(header: str) -> datetime:
     """The ``t=`` of the header as a UTC datetime."""
+    timestamp = _timestamp_of(header)
+    if timestamp is None:
+        raise SignatureRefused(
+            f"The {SIGNATURE_HEADER} header has no t= timestamp",
+            check=f"the {SIGNATURE_HEADER} header is malformed: it has no t=<unix seconds>",
+        )
+    return timestamp
+
+
+def _timestamp_of(header: str) -> datetime | None:
     for item in header.split(","):
         key, _, value = item.strip().partition("=")
         if key == "t" and value.isdigit():
-            return datetime.fromtimestamp(int(value), tz=UTC)
-    raise InvalidSignature(f"The {SIGNATURE_HEADER} header has no t= timestamp")
+            try:
+                return datetime.fromtimestamp(int(value), tz=UTC)
+            except (OverflowError, OSError, ValueError):
+                return None
+    return None
+
+
+def _malformation(header: str) -> str | None:
+    """What is wrong with the header's form (for the log: names the part, never shows it)."""
+    items = [item.strip().partition("=") for item in header.split(",")]
+    if _timestamp_of(header) is None:
+        return "it has no t=<unix seconds>"
+    if not any(key == "v1" and value for key, _, value in items):
+        return "it has no v1=<signature>"
+    return None
 
 
 def verify_signature(payload: bytes, header: str | None, secret: str, *, now: datetime) -> None:
     """Raise ``invalid_signature`` unless ``header`` signs ``payload`` with ``secret`` recently."""
     if not header:
-        raise InvalidSignature(f"The {SIGNATURE_HEADER} header is missing")
+        raise SignatureRefused(
+            f"The {SIGNATURE_HEADER} header is missing", check=f"the {SIGNATURE_HEADER} header is missing"
+        )
     try:
         stripe.WebhookSignature.verify_header(payload, header, secret, tolerance=None)
-    except (stripe.SignatureVerificationError, UnicodeDecodeError):
-        raise InvalidSignature(f"The {SIGNATURE_HEADER} header does not verify") from None
-    if abs(now - signed_at(header)) > TOLERANCE:
-        raise InvalidSignature(
-            f"The {SIGNATURE_HEADER} timestamp is outside the {int(TOLERANCE.total_seconds())} s tolerance"
+    except stripe.SignatureVerificationError:
+        malformation = _malformation(header)
+        check = (
+            f"the {SIGNATURE_HEADER} header is malformed: {malformation}"
+            if malformation is not None
+            else "no v1 signature matches the connection's webhook secret"
+        )
+        raise SignatureRefused(UNVERIFIED, check=check) from None
+    except UnicodeDecodeError:
+        raise SignatureRefused(
+            UNVERIFIED, check="the body is not UTF-8, so no signature of it can match"
+        ) from None
+    skew = now - signed_at(header)
+    if abs(skew) > TOLERANCE:
+        direction = "before" if skew > timedelta(0) else "after"
+        raise SignatureRefused(
+            f"The {SIGNATURE_HEADER} timestamp is outside the {int(TOLERANCE.total_seconds())} s tolerance",
+            check=(
+                f"the t= timestamp is {int(abs(skew).total_seconds())} s {direction} the server's clock, "
+                f"outside the {int(TOLERANCE.total_seconds())} s tolerance"
+            ),
         )

@@ -34,7 +34,12 @@ from refcore_http.endpoints import (
     returns_list,
 )
 from refcore_http.processor.keys import processor_keys
-from refcore_http.processor.signature import SIGNATURE_HEADER, verify_signature
+from refcore_http.processor.signature import (
+    SIGNATURE_HEADER,
+    UNVERIFIED,
+    SignatureRefused,
+    verify_signature,
+)
 from refcore_http.processor.stripe_events import parse_event, routing_of
 from refcore_http.replies import listing
 
@@ -42,7 +47,6 @@ log = logging.getLogger("refcore_http.processor")
 
 _APP_ID = "The App (sessions; an App key acts for its own App)"
 _MODE = "test or live (sessions; an App key acts in its own mode)"
-_UNVERIFIED = f"The {SIGNATURE_HEADER} header does not verify"
 
 
 @frozen
@@ -129,26 +133,46 @@ def get_processor_connection(call: Call) -> Reply:
     return ok(connections.represent_connection(connection))
 
 
+def _refused(check: str, *, account: str | None = None, mode: Mode | None = None) -> None:
+    """Log one WARNING line saying which verification check failed (docs/processor.md).
+
+    The line names the check and, once the body named them, the account and mode; never the
+    secret, a signature value or the header as sent. The account is the body's, not yet
+    verified: it is logged quoted (``%r``), so that no control character in it forges a line.
+    """
+    if account is None or mode is None:
+        log.warning("processor event refused: %s", check)
+    else:
+        log.warning("processor event refused: %s (account %r, %s)", check, account, mode.value)
+
+
 def receive_processor_event(call: Call) -> Reply:
     """Verify, then record: nothing in the body is acted on before its signature checks out.
 
     The body is parsed first only to read ``account`` and ``livemode``, which select the
-    connection (and so the secret) the signature must verify with.
+    connection (and so the secret) the signature must verify with. Every refusal is
+    ``invalid_signature`` and logs which check failed (:func:`_refused`).
     """
     header = call.headers.get(SIGNATURE_HEADER)
     if not header:
+        _refused(f"the {SIGNATURE_HEADER} header is missing")
         raise InvalidSignature(f"The {SIGNATURE_HEADER} header is missing")
     values = decode_object(call.raw_body, call.headers.get("content-type"))
     routing = routing_of(values)
     if routing is None:
+        _refused("the event names no account and livemode, so no connection")
         raise InvalidSignature("The event names no connected account (account and livemode)")
     account, livemode = routing
     mode = Mode.LIVE if livemode else Mode.TEST
     verifying = connections.secret_for_account(call.runtime, processor_keys(call.settings), account, mode)
     if verifying is None:
-        log.warning("processor event refused: account %s has no active %s connection", account, mode.value)
-        raise InvalidSignature(_UNVERIFIED)
-    verify_signature(call.raw_body, header, verifying.secret, now=call.runtime.clock.now())
+        _refused("no active connection of this account in this mode", account=account, mode=mode)
+        raise InvalidSignature(UNVERIFIED)
+    try:
+        verify_signature(call.raw_body, header, verifying.secret, now=call.runtime.clock.now())
+    except SignatureRefused as refused:
+        _refused(refused.check, account=account, mode=mode)
+        raise
     event = parse_event(values)
     scope = Scope(app_id=verifying.app_id, mode=verifying.mode)
     recorded = apply_changes(call.runtime, scope, event.changes)

@@ -1,0 +1,211 @@
+"""Every refused delivery logs which verification check failed, and nothing secret.
+
+docs/processor.md: the four verification failures (header, connection, signature, timestamp)
+answer the same ``invalid_signature``; "the server log says which check failed (never a
+secret)". Each refusal logs exactly one WARNING line on ``refcore_http.processor`` naming its
+check, and the line holds neither the connection's signing secret, nor a signature value from
+the header, nor the header as sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from refcore.clocks import ManualClock
+from refcore.services.runtime import Runtime
+from tests.http.world import Client, Tenant, expect, new_tenant
+from tests.processor import payloads
+from tests.processor.world import Installation, connect, new_installation, post_event
+
+LOGGER = "refcore_http.processor"
+
+
+@pytest.fixture
+def acme(client: Client, runtime: Runtime) -> Tenant:
+    return new_tenant(client, runtime, "acme")
+
+
+@pytest.fixture
+def acme_test(client: Client, acme: Tenant) -> Installation:
+    installation = new_installation()
+    connect(client, acme, installation)
+    return installation
+
+
+@pytest.fixture
+def warnings(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """The processor logger's records, on caplog's handler put on that logger itself: caught even
+    after a log configuration applied in this process (``refcore serve``'s) stopped the
+    propagation of ``refcore_http`` or disabled loggers. Not propagated meanwhile, so that the
+    root's caplog handler does not catch each record a second time."""
+    logger = logging.getLogger(LOGGER)
+    saved = (logger.propagate, logger.disabled, logger.level)
+    logger.propagate, logger.disabled = False, False
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(caplog.handler)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
+        logger.propagate, logger.disabled = saved[0], saved[1]
+        logger.setLevel(saved[2])
+
+
+def _body(installation: Installation, clock: ManualClock, **changes: object) -> bytes:
+    charge = payloads.charge(charge_id="ch_logged", amount=100, created=clock.now())
+    event = payloads.event(
+        "charge.succeeded", charge, account=installation.account, livemode=False, created=clock.now()
+    )
+    event.update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        del event[key]
+    return payloads.encode(event)
+
+
+def _refusal_line(warnings: pytest.LogCaptureFixture, response: httpx.Response) -> str:
+    """The one line the refusal logged, after checking the answer and the line's level."""
+    expect(response, 400, "invalid_signature")
+    records = [r for r in warnings.records if r.name == LOGGER]
+    assert [r.levelno for r in records] == [logging.WARNING], [r.getMessage() for r in records]
+    line = records[0].getMessage()
+    assert line.startswith("processor event refused: ")
+    return line
+
+
+def _holds_nothing_secret(line: str, installation: Installation, header: str | None) -> None:
+    assert installation.secret not in line
+    assert "whsec_" not in line
+    if header:
+        assert header not in line
+        for item in header.split(","):
+            key, _, value = item.strip().partition("=")
+            if key != "t" and len(value) >= 2:
+                assert value not in line, (key, line)
+
+
+def test_a_wrong_signature_logs_that_no_signature_matches(
+    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+) -> None:
+    body = _body(acme_test, clock)
+    header = payloads.sign(body, "whsec_guessedJf8cVbNqM2fGxK3nP7rTzW", clock.now())
+    line = _refusal_line(warnings, post_event(client, body, header))
+    assert "no v1 signature matches" in line
+    assert repr(acme_test.account) in line and "test" in line
+    _holds_nothing_secret(line, acme_test, header)
+
+
+def test_a_body_changed_after_signing_logs_that_no_signature_matches(
+    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+) -> None:
+    body = _body(acme_test, clock)
+    header = payloads.sign(body, acme_test.secret, clock.now())
+    altered = body.replace(b'"amount": 100', b'"amount": 900', 1)
+    line = _refusal_line(warnings, post_event(client, altered, header))
+    assert "no v1 signature matches" in line
+    _holds_nothing_secret(line, acme_test, header)
+
+
+@pytest.mark.parametrize(
+    ("offset", "direction"),
+    [(timedelta(minutes=-5, seconds=-1), "before"), (timedelta(minutes=5, seconds=1), "after")],
+)
+def test_a_timestamp_outside_the_tolerance_logs_the_tolerance(
+    client: Client,
+    clock: ManualClock,
+    acme_test: Installation,
+    warnings: pytest.LogCaptureFixture,
+    offset: timedelta,
+    direction: str,
+) -> None:
+    """A correctly signed delivery, too old or too new: the check that failed is the clock's."""
+    body = _body(acme_test, clock)
+    header = payloads.sign(body, acme_test.secret, clock.now() + offset)
+    line = _refusal_line(warnings, post_event(client, body, header))
+    assert f"301 s {direction} the server's clock, outside the 300 s tolerance" in line
+    _holds_nothing_secret(line, acme_test, header)
+
+
+@pytest.mark.parametrize("header", [None, ""])
+def test_a_missing_header_logs_that_it_is_missing(
+    client: Client,
+    clock: ManualClock,
+    acme_test: Installation,
+    warnings: pytest.LogCaptureFixture,
+    header: str | None,
+) -> None:
+    line = _refusal_line(warnings, post_event(client, _body(acme_test, clock), header))
+    assert "Stripe-Signature header is missing" in line
+    _holds_nothing_secret(line, acme_test, header)
+
+
+@pytest.mark.parametrize(
+    ("header", "part"),
+    [
+        ("v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd", "no t=<unix seconds>"),
+        ("t=notanumber,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff", "no t=<unix seconds>"),
+        ("t=1767225600", "no v1=<signature>"),
+        ("t=1767225600,v0=6ffbb59b2300aae63f272406069a9788598b792a944a07aba8", "no v1=<signature>"),
+        ("t=1767225600,v1=", "no v1=<signature>"),
+        ("garbled-beyond-recognition-7ecebeda32affa62", "no t=<unix seconds>"),
+    ],
+)
+def test_a_garbled_header_logs_that_it_is_malformed(
+    client: Client,
+    clock: ManualClock,
+    acme_test: Installation,
+    warnings: pytest.LogCaptureFixture,
+    header: str,
+    part: str,
+) -> None:
+    line = _refusal_line(warnings, post_event(client, _body(acme_test, clock), header))
+    assert f"Stripe-Signature header is malformed: it has {part}" in line
+    _holds_nothing_secret(line, acme_test, header)
+
+
+def test_an_account_without_an_active_connection_logs_that(
+    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+) -> None:
+    stranger = new_installation()
+    body = _body(stranger, clock)
+    header = payloads.sign(body, stranger.secret, clock.now())
+    line = _refusal_line(warnings, post_event(client, body, header))
+    assert "no active connection" in line and repr(stranger.account) in line
+    _holds_nothing_secret(line, stranger, header)
+    _holds_nothing_secret(line, acme_test, header)
+
+
+@pytest.mark.parametrize("missing", ["account", "livemode"])
+def test_an_event_naming_no_account_logs_that(
+    client: Client,
+    clock: ManualClock,
+    acme_test: Installation,
+    warnings: pytest.LogCaptureFixture,
+    missing: str,
+) -> None:
+    body = _body(acme_test, clock, **{missing: None})
+    header = payloads.sign(body, acme_test.secret, clock.now())
+    line = _refusal_line(warnings, post_event(client, body, header))
+    assert "names no account and livemode" in line
+    _holds_nothing_secret(line, acme_test, header)
+
+
+def test_an_account_with_a_control_character_cannot_forge_a_log_line(
+    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+) -> None:
+    body = _body(acme_test, clock, account="acct_x\nprocessor event accepted")
+    header = payloads.sign(body, acme_test.secret, clock.now())
+    line = _refusal_line(warnings, post_event(client, body, header))
+    assert "\n" not in line
+
+
+def test_a_verified_delivery_logs_no_refusal(
+    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+) -> None:
+    body = _body(acme_test, clock)
+    expect(post_event(client, body, payloads.sign(body, acme_test.secret, clock.now())), 200)
+    assert [r for r in warnings.records if r.name == LOGGER and r.levelno >= logging.WARNING] == []
