@@ -7,29 +7,14 @@ from __future__ import annotations
 import pytest
 
 from refcore.clocks import ManualClock
-from refcore.services.runtime import Runtime
-from tests.http.world import JSON, Client, Tenant, expect, new_tenant
+from tests.http.world import JSON, Client, Tenant, expect
 from tests.processor import payloads
 from tests.processor.world import (
     Installation,
     commission_entries,
-    connect,
     deliver,
-    new_installation,
     referred_customer,
 )
-
-
-@pytest.fixture
-def acme(client: Client, runtime: Runtime) -> Tenant:
-    return new_tenant(client, runtime, "acme")
-
-
-@pytest.fixture
-def installation(client: Client, acme: Tenant) -> Installation:
-    installation = new_installation()
-    connect(client, acme, installation)
-    return installation
 
 
 @pytest.fixture

@@ -17,24 +17,11 @@ import httpx
 import pytest
 
 from refcore.clocks import ManualClock
-from refcore.services.runtime import Runtime
-from tests.http.world import Client, Tenant, expect, new_tenant
+from tests.http.world import Client, expect
 from tests.processor import payloads
-from tests.processor.world import Installation, connect, new_installation, post_event
+from tests.processor.world import Installation, new_installation, post_event
 
 LOGGER = "refcore_http.processor"
-
-
-@pytest.fixture
-def acme(client: Client, runtime: Runtime) -> Tenant:
-    return new_tenant(client, runtime, "acme")
-
-
-@pytest.fixture
-def acme_test(client: Client, acme: Tenant) -> Installation:
-    installation = new_installation()
-    connect(client, acme, installation)
-    return installation
 
 
 @pytest.fixture
@@ -89,25 +76,25 @@ def _holds_nothing_secret(line: str, installation: Installation, header: str | N
 
 
 def test_a_wrong_signature_logs_that_no_signature_matches(
-    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+    client: Client, clock: ManualClock, installation: Installation, warnings: pytest.LogCaptureFixture
 ) -> None:
-    body = _body(acme_test, clock)
+    body = _body(installation, clock)
     header = payloads.sign(body, "whsec_guessedJf8cVbNqM2fGxK3nP7rTzW", clock.now())
     line = _refusal_line(warnings, post_event(client, body, header))
     assert "no v1 signature matches" in line
-    assert repr(acme_test.account) in line and "test" in line
-    _holds_nothing_secret(line, acme_test, header)
+    assert repr(installation.account) in line and "test" in line
+    _holds_nothing_secret(line, installation, header)
 
 
 def test_a_body_changed_after_signing_logs_that_no_signature_matches(
-    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+    client: Client, clock: ManualClock, installation: Installation, warnings: pytest.LogCaptureFixture
 ) -> None:
-    body = _body(acme_test, clock)
-    header = payloads.sign(body, acme_test.secret, clock.now())
+    body = _body(installation, clock)
+    header = payloads.sign(body, installation.secret, clock.now())
     altered = body.replace(b'"amount": 100', b'"amount": 900', 1)
     line = _refusal_line(warnings, post_event(client, altered, header))
     assert "no v1 signature matches" in line
-    _holds_nothing_secret(line, acme_test, header)
+    _holds_nothing_secret(line, installation, header)
 
 
 @pytest.mark.parametrize(
@@ -117,30 +104,30 @@ def test_a_body_changed_after_signing_logs_that_no_signature_matches(
 def test_a_timestamp_outside_the_tolerance_logs_the_tolerance(
     client: Client,
     clock: ManualClock,
-    acme_test: Installation,
+    installation: Installation,
     warnings: pytest.LogCaptureFixture,
     offset: timedelta,
     direction: str,
 ) -> None:
     """A correctly signed delivery, too old or too new: the check that failed is the clock's."""
-    body = _body(acme_test, clock)
-    header = payloads.sign(body, acme_test.secret, clock.now() + offset)
+    body = _body(installation, clock)
+    header = payloads.sign(body, installation.secret, clock.now() + offset)
     line = _refusal_line(warnings, post_event(client, body, header))
     assert f"301 s {direction} the server's clock, outside the 300 s tolerance" in line
-    _holds_nothing_secret(line, acme_test, header)
+    _holds_nothing_secret(line, installation, header)
 
 
 @pytest.mark.parametrize("header", [None, ""])
 def test_a_missing_header_logs_that_it_is_missing(
     client: Client,
     clock: ManualClock,
-    acme_test: Installation,
+    installation: Installation,
     warnings: pytest.LogCaptureFixture,
     header: str | None,
 ) -> None:
-    line = _refusal_line(warnings, post_event(client, _body(acme_test, clock), header))
+    line = _refusal_line(warnings, post_event(client, _body(installation, clock), header))
     assert "Stripe-Signature header is missing" in line
-    _holds_nothing_secret(line, acme_test, header)
+    _holds_nothing_secret(line, installation, header)
 
 
 @pytest.mark.parametrize(
@@ -157,18 +144,18 @@ def test_a_missing_header_logs_that_it_is_missing(
 def test_a_garbled_header_logs_that_it_is_malformed(
     client: Client,
     clock: ManualClock,
-    acme_test: Installation,
+    installation: Installation,
     warnings: pytest.LogCaptureFixture,
     header: str,
     part: str,
 ) -> None:
-    line = _refusal_line(warnings, post_event(client, _body(acme_test, clock), header))
+    line = _refusal_line(warnings, post_event(client, _body(installation, clock), header))
     assert f"Stripe-Signature header is malformed: it has {part}" in line
-    _holds_nothing_secret(line, acme_test, header)
+    _holds_nothing_secret(line, installation, header)
 
 
 def test_an_account_without_an_active_connection_logs_that(
-    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+    client: Client, clock: ManualClock, installation: Installation, warnings: pytest.LogCaptureFixture
 ) -> None:
     stranger = new_installation()
     body = _body(stranger, clock)
@@ -176,36 +163,36 @@ def test_an_account_without_an_active_connection_logs_that(
     line = _refusal_line(warnings, post_event(client, body, header))
     assert "no active connection" in line and repr(stranger.account) in line
     _holds_nothing_secret(line, stranger, header)
-    _holds_nothing_secret(line, acme_test, header)
+    _holds_nothing_secret(line, installation, header)
 
 
 @pytest.mark.parametrize("missing", ["account", "livemode"])
 def test_an_event_naming_no_account_logs_that(
     client: Client,
     clock: ManualClock,
-    acme_test: Installation,
+    installation: Installation,
     warnings: pytest.LogCaptureFixture,
     missing: str,
 ) -> None:
-    body = _body(acme_test, clock, **{missing: None})
-    header = payloads.sign(body, acme_test.secret, clock.now())
+    body = _body(installation, clock, **{missing: None})
+    header = payloads.sign(body, installation.secret, clock.now())
     line = _refusal_line(warnings, post_event(client, body, header))
     assert "names no account and livemode" in line
-    _holds_nothing_secret(line, acme_test, header)
+    _holds_nothing_secret(line, installation, header)
 
 
 def test_an_account_with_a_control_character_cannot_forge_a_log_line(
-    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+    client: Client, clock: ManualClock, installation: Installation, warnings: pytest.LogCaptureFixture
 ) -> None:
-    body = _body(acme_test, clock, account="acct_x\nprocessor event accepted")
-    header = payloads.sign(body, acme_test.secret, clock.now())
+    body = _body(installation, clock, account="acct_x\nprocessor event accepted")
+    header = payloads.sign(body, installation.secret, clock.now())
     line = _refusal_line(warnings, post_event(client, body, header))
     assert "\n" not in line
 
 
 def test_a_verified_delivery_logs_no_refusal(
-    client: Client, clock: ManualClock, acme_test: Installation, warnings: pytest.LogCaptureFixture
+    client: Client, clock: ManualClock, installation: Installation, warnings: pytest.LogCaptureFixture
 ) -> None:
-    body = _body(acme_test, clock)
-    expect(post_event(client, body, payloads.sign(body, acme_test.secret, clock.now())), 200)
+    body = _body(installation, clock)
+    expect(post_event(client, body, payloads.sign(body, installation.secret, clock.now())), 200)
     assert [r for r in warnings.records if r.name == LOGGER and r.levelno >= logging.WARNING] == []

@@ -40,47 +40,37 @@ def _payments(client: Client, key: str) -> list[str]:
     return [p["payment_id"] for p in expect(client.get("/v1/transactions", key, limit=100), 200)["data"]]
 
 
-@pytest.fixture
-def acme(client: Client, runtime: Runtime) -> Tenant:
-    return new_tenant(client, runtime, "acme")
-
-
-@pytest.fixture
-def acme_test(client: Client, acme: Tenant) -> Installation:
-    installation = new_installation()
-    connect(client, acme, installation)
-    return installation
-
-
 def test_a_correctly_signed_event_is_recorded(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
-    charge = _charge(client, acme, acme_test, clock, "ch_signed")
-    response = deliver(client, acme_test, "charge.succeeded", charge, at=clock.now())
+    charge = _charge(client, acme, installation, clock, "ch_signed")
+    response = deliver(client, installation, "charge.succeeded", charge, at=clock.now())
     assert expect(response, 200)["handled"] is True
     assert _payments(client, acme.test_key) == ["ch_signed"]
 
 
 def test_an_event_signed_with_another_secret_is_refused(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
-    charge = _charge(client, acme, acme_test, clock, "ch_forged")
-    response = deliver(client, acme_test, "charge.succeeded", charge, at=clock.now(), sign_with="whsec_guess")
+    charge = _charge(client, acme, installation, clock, "ch_forged")
+    response = deliver(
+        client, installation, "charge.succeeded", charge, at=clock.now(), sign_with="whsec_guess"
+    )
     body = expect(response, 400, "invalid_signature")
-    assert acme_test.secret not in response.text and "whsec_guess" not in body["error"]["message"]
+    assert installation.secret not in response.text and "whsec_guess" not in body["error"]["message"]
     assert _payments(client, acme.test_key) == []
 
 
 def test_a_body_changed_after_signing_is_refused(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
-    charge = _charge(client, acme, acme_test, clock, "ch_altered")
+    charge = _charge(client, acme, installation, clock, "ch_altered")
     body = payloads.encode(
         payloads.event(
-            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+            "charge.succeeded", charge, account=installation.account, livemode=False, created=clock.now()
         )
     )
-    header = payloads.sign(body, acme_test.secret, clock.now())
+    header = payloads.sign(body, installation.secret, clock.now())
     altered = body.replace(b'"amount": 5000', b'"amount": 9000', 1)
     assert altered != body
     expect(post_event(client, altered, header), 400, "invalid_signature")
@@ -89,33 +79,33 @@ def test_a_body_changed_after_signing_is_refused(
 
 @pytest.mark.parametrize("offset", [timedelta(minutes=-5, seconds=-1), timedelta(minutes=5, seconds=1)])
 def test_a_signature_outside_five_minutes_is_refused(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation, offset: timedelta
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation, offset: timedelta
 ) -> None:
-    charge = _charge(client, acme, acme_test, clock, "ch_stale")
-    response = deliver(client, acme_test, "charge.succeeded", charge, at=clock.now() + offset)
+    charge = _charge(client, acme, installation, clock, "ch_stale")
+    response = deliver(client, installation, "charge.succeeded", charge, at=clock.now() + offset)
     assert "tolerance" in expect(response, 400, "invalid_signature")["error"]["message"]
     assert _payments(client, acme.test_key) == []
 
 
 @pytest.mark.parametrize("offset", [timedelta(minutes=-5), timedelta(minutes=5)])
 def test_a_signature_within_five_minutes_is_accepted(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation, offset: timedelta
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation, offset: timedelta
 ) -> None:
-    charge = _charge(client, acme, acme_test, clock, "ch_fresh")
-    expect(deliver(client, acme_test, "charge.succeeded", charge, at=clock.now() + offset), 200)
+    charge = _charge(client, acme, installation, clock, "ch_fresh")
+    expect(deliver(client, installation, "charge.succeeded", charge, at=clock.now() + offset), 200)
 
 
 def test_a_replayed_capture_is_refused_once_it_is_stale(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
     """A captured, correctly signed delivery replayed later: the timestamp gives it away."""
-    charge = _charge(client, acme, acme_test, clock, "ch_replayed")
+    charge = _charge(client, acme, installation, clock, "ch_replayed")
     body = payloads.encode(
         payloads.event(
-            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+            "charge.succeeded", charge, account=installation.account, livemode=False, created=clock.now()
         )
     )
-    header = payloads.sign(body, acme_test.secret, clock.now())
+    header = payloads.sign(body, installation.secret, clock.now())
     expect(post_event(client, body, header), 200)
     clock.advance(timedelta(minutes=6))
     expect(post_event(client, body, header), 400, "invalid_signature")
@@ -126,12 +116,12 @@ def test_a_replayed_capture_is_refused_once_it_is_stale(
     [None, "", "v1=0123", "t=notanumber,v1=00", "t=1767225600", "t=1767225600,v0=abc"],
 )
 def test_a_missing_or_malformed_signature_header_is_refused(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation, header: str | None
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation, header: str | None
 ) -> None:
-    charge = _charge(client, acme, acme_test, clock, "ch_unsigned")
+    charge = _charge(client, acme, installation, clock, "ch_unsigned")
     body = payloads.encode(
         payloads.event(
-            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+            "charge.succeeded", charge, account=installation.account, livemode=False, created=clock.now()
         )
     )
     expect(post_event(client, body, header), 400, "invalid_signature")
@@ -139,23 +129,23 @@ def test_a_missing_or_malformed_signature_header_is_refused(
 
 
 def test_one_matching_signature_among_several_is_enough(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
     """While the processor rolls a secret it sends one ``v1`` per secret."""
-    charge = _charge(client, acme, acme_test, clock, "ch_rolling")
+    charge = _charge(client, acme, installation, clock, "ch_rolling")
     body = payloads.encode(
         payloads.event(
-            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+            "charge.succeeded", charge, account=installation.account, livemode=False, created=clock.now()
         )
     )
-    good = payloads.sign(body, acme_test.secret, clock.now())
+    good = payloads.sign(body, installation.secret, clock.now())
     old = payloads.sign(body, "whsec_rolled_away", clock.now())
     header = f"{good},v1={old.split('v1=')[1]}"
     expect(post_event(client, body, header), 200)
 
 
 def test_an_event_naming_another_apps_account_does_not_verify(
-    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
     """Acme knows its own secret; it cannot use it to write into the rival's App."""
     rival = new_tenant(client, runtime, "rival")
@@ -167,24 +157,24 @@ def test_an_event_naming_another_apps_account_does_not_verify(
     )
     response = deliver(
         client,
-        acme_test,
+        installation,
         "charge.succeeded",
         charge,
         at=clock.now(),
         account=rival_test.account,
-        sign_with=acme_test.secret,
+        sign_with=installation.secret,
     )
     expect(response, 400, "invalid_signature")
     assert _payments(client, rival.test_key) == _payments(client, acme.test_key) == []
 
 
 def test_an_event_is_recorded_only_in_the_app_of_its_account(
-    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
     rival = new_tenant(client, runtime, "rival")
     connect(client, rival, new_installation())
-    charge = _charge(client, acme, acme_test, clock, "ch_acme_only")
-    expect(deliver(client, acme_test, "charge.succeeded", charge, at=clock.now()), 200)
+    charge = _charge(client, acme, installation, clock, "ch_acme_only")
+    expect(deliver(client, installation, "charge.succeeded", charge, at=clock.now()), 200)
     assert _payments(client, acme.test_key) == ["ch_acme_only"]
     assert _payments(client, rival.test_key) == []
 
@@ -196,16 +186,18 @@ def test_an_event_of_an_unknown_account_is_refused(client: Client, clock: Manual
 
 
 def test_a_disconnected_mode_refuses_its_events_and_the_other_mode_still_accepts(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
     acme_live = Installation(
-        account=acme_test.account, secret="whsec_liveJf8cVbNqM2fGxK3nP7rTzW", livemode=True
+        account=installation.account, secret="whsec_liveJf8cVbNqM2fGxK3nP7rTzW", livemode=True
     )
     connect(client, acme, acme_live)
     expect(client.post("/v1/processor/disconnect", acme.test_key, {}), 200)
-    test_charge = _charge(client, acme, acme_test, clock, "ch_after_disconnect")
+    test_charge = _charge(client, acme, installation, clock, "ch_after_disconnect")
     expect(
-        deliver(client, acme_test, "charge.succeeded", test_charge, at=clock.now()), 400, "invalid_signature"
+        deliver(client, installation, "charge.succeeded", test_charge, at=clock.now()),
+        400,
+        "invalid_signature",
     )
     live_charge = _charge(client, acme, acme_live, clock, "ch_live_still")
     expect(deliver(client, acme_live, "charge.succeeded", live_charge, at=clock.now()), 200)
@@ -214,10 +206,10 @@ def test_a_disconnected_mode_refuses_its_events_and_the_other_mode_still_accepts
 
 
 def test_an_event_claiming_the_other_mode_does_not_verify(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
     """``livemode`` selects the connection: a Test secret cannot sign a Live event."""
-    as_live = Installation(account=acme_test.account, secret=acme_test.secret, livemode=True)
+    as_live = Installation(account=installation.account, secret=installation.secret, livemode=True)
     charge = payloads.charge(charge_id="ch_mode", amount=100, created=clock.now(), livemode=True)
     expect(deliver(client, as_live, "charge.succeeded", charge, at=clock.now()), 400, "invalid_signature")
     assert _payments(client, acme.live_key) == []
@@ -225,36 +217,40 @@ def test_an_event_claiming_the_other_mode_does_not_verify(
 
 @pytest.mark.parametrize("missing", ["account", "livemode"])
 def test_an_event_without_its_account_or_mode_is_refused(
-    client: Client, clock: ManualClock, acme_test: Installation, missing: str
+    client: Client, clock: ManualClock, installation: Installation, missing: str
 ) -> None:
     payload = payloads.event(
         "charge.succeeded",
         payloads.charge(charge_id="ch_nowhere", amount=100, created=clock.now()),
-        account=acme_test.account,
+        account=installation.account,
         livemode=False,
         created=clock.now(),
     )
     del payload[missing]
     body = payloads.encode(payload)
     expect(
-        post_event(client, body, payloads.sign(body, acme_test.secret, clock.now())), 400, "invalid_signature"
+        post_event(client, body, payloads.sign(body, installation.secret, clock.now())),
+        400,
+        "invalid_signature",
     )
 
 
 def test_a_body_that_is_not_json_is_invalid_json(
-    client: Client, clock: ManualClock, acme_test: Installation
+    client: Client, clock: ManualClock, installation: Installation
 ) -> None:
     body = b"account=acct_1&type=charge.succeeded"
-    expect(post_event(client, body, payloads.sign(body, acme_test.secret, clock.now())), 400, "invalid_json")
+    expect(
+        post_event(client, body, payloads.sign(body, installation.secret, clock.now())), 400, "invalid_json"
+    )
 
 
 def test_the_route_needs_no_credential_and_ignores_one(
-    client: Client, clock: ManualClock, acme: Tenant, acme_test: Installation
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
-    charge = _charge(client, acme, acme_test, clock, "ch_bearer")
+    charge = _charge(client, acme, installation, clock, "ch_bearer")
     body = payloads.encode(
         payloads.event(
-            "charge.succeeded", charge, account=acme_test.account, livemode=False, created=clock.now()
+            "charge.succeeded", charge, account=installation.account, livemode=False, created=clock.now()
         )
     )
     response = client.request(

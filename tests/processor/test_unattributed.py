@@ -10,28 +10,14 @@ from refcore.models import Mode
 from refcore.services.principal import Principal, PrincipalKind
 from refcore.services.runtime import Runtime
 from refcore.services.setup_status import setup_status
-from tests.http.world import Client, Tenant, expect, new_tenant
+from tests.http.world import Client, Tenant, expect
 from tests.processor import payloads
 from tests.processor.world import (
     Installation,
     commission_entries,
-    connect,
     deliver,
-    new_installation,
     referred_customer,
 )
-
-
-@pytest.fixture
-def acme(client: Client, runtime: Runtime) -> Tenant:
-    return new_tenant(client, runtime, "acme")
-
-
-@pytest.fixture
-def installation(client: Client, acme: Tenant) -> Installation:
-    installation = new_installation()
-    connect(client, acme, installation)
-    return installation
 
 
 def _unattributed_alarm(runtime: Runtime, tenant: Tenant) -> int | None:
