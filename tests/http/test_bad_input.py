@@ -11,32 +11,8 @@ from typing import Any
 
 import pytest
 
-from refcore.services.runtime import Runtime, Tx
-from tests.http.world import Client, Tenant, expect, new_tenant
-
-_REPOSITORIES = (
-    "organizations",
-    "apps",
-    "api_keys",
-    "programs",
-    "program_affiliates",
-    "links",
-    "clicks",
-    "customers",
-    "referrals",
-    "payments",
-    "refunds",
-    "disputes",
-    "commission_entries",
-    "events",
-)
-
-
-def _state(runtime: Runtime) -> dict[str, list[Any]]:
-    def read(tx: Tx) -> dict[str, list[Any]]:
-        return {name: getattr(tx.uow, name).find_all({}) for name in _REPOSITORIES}
-
-    return runtime.read(read)
+from refcore.services.runtime import Runtime
+from tests.http.world import Client, Tenant, expect, identified_customer, new_tenant, stored_records
 
 
 @pytest.fixture
@@ -46,11 +22,7 @@ def tenant(client: Client, runtime: Runtime) -> Tenant:
 
 @pytest.fixture
 def customer_id(client: Client, tenant: Tenant) -> str:
-    click = expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
-    who = expect(
-        client.post("/v1/identify", tenant.live_key, {"click_id": click["click_id"], "email": "c@x.io"}), 201
-    )
-    return str(who["customer_id"])
+    return identified_customer(client, tenant)
 
 
 def _payment(tenant: Tenant, customer_id: str, **changes: Any) -> dict[str, Any]:
@@ -105,12 +77,12 @@ def test_unreadable_bodies_are_invalid_json(
     code: str,
     param: str | None,
 ) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     content = raw if raw is not None else json.dumps(_payment(tenant, customer_id)).encode()
     response = client.request("POST", "/v1/transactions", tenant.live_key, content=content, headers=headers)
     error = expect(response, status, code)["error"]
     assert error.get("param") == param
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
 
 
 _FIELD_CASES = [
@@ -145,7 +117,7 @@ def test_mistyped_unknown_or_missing_fields_are_validation_errors(
     changes: dict[str, Any],
     param: str,
 ) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     body = _payment(tenant, customer_id, **changes)
     if body.get("amount") == float("inf"):
         content = json.dumps(body).replace("Infinity", "1e400").encode()
@@ -154,13 +126,13 @@ def test_mistyped_unknown_or_missing_fields_are_validation_errors(
         response = client.post("/v1/transactions", tenant.live_key, body)
     error = expect(response, 400, "validation_error")["error"]
     assert error["param"] == param
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
 
 
 def test_bodies_over_one_mebibyte_are_too_large(
     client: Client, runtime: Runtime, tenant: Tenant, customer_id: str
 ) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     body = {**_payment(tenant, customer_id), "padding": "x" * (1024 * 1024)}
     expect(client.post("/v1/transactions", tenant.live_key, body), 413, "body_too_large")
     # Without a Content-Length the stream is cut at the limit all the same.
@@ -171,7 +143,7 @@ def test_bodies_over_one_mebibyte_are_too_large(
         headers={"Authorization": f"Bearer {tenant.live_key}", **_JSON},
     )
     expect(response, 413, "body_too_large")
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
 
 
 def test_a_json_suffix_media_type_is_json(client: Client, tenant: Tenant, customer_id: str) -> None:
@@ -187,7 +159,7 @@ def test_a_zero_payment_is_history_but_a_zero_refund_is_refused(
         client.post("/v1/transactions", tenant.live_key, _payment(tenant, customer_id, amount=0)), 201
     )
     assert payment["commission_amount"] == 0
-    before = _state(runtime)
+    before = stored_records(runtime)
     refund = {"refund_id": "re_1", "payment_id": "pay_1", "amount": 0}
     assert (
         expect(client.post("/v1/transactions/refunds", tenant.live_key, refund), 400)["error"]["param"]
@@ -196,11 +168,11 @@ def test_a_zero_payment_is_history_but_a_zero_refund_is_refused(
     dispute = {"dispute_id": "dp_1", "payment_id": "pay_1", "status": "escalated", "amount": 1}
     error = expect(client.post("/v1/transactions/disputes", tenant.live_key, dispute), 400)["error"]
     assert (error["code"], error["param"]) == ("validation_error", "status")
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
 
 
 def test_nested_fields_are_checked_strictly(client: Client, runtime: Runtime, tenant: Tenant) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     program = {
         "app_id": tenant.app_id,
         "name": "Second",
@@ -220,16 +192,16 @@ def test_nested_fields_are_checked_strictly(client: Client, runtime: Runtime, te
     for body, param in cases:
         error = expect(client.post("/v1/programs", tenant.session, body), 400, "validation_error")["error"]
         assert error["param"] == param, (body, error)
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
 
 
 def test_patch_refuses_null_for_a_setting(client: Client, runtime: Runtime, tenant: Tenant) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     for field in ("name", "hold_days", "commission", "auto_approve"):
         response = client.patch(f"/v1/programs/{tenant.program_id}", tenant.session, {field: None})
         assert expect(response, 400, "validation_error")["error"]["param"] == field
     expect(client.patch(f"/v1/programs/{tenant.program_id}", tenant.session, {"slug": "new"}), 400)
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
     changed = expect(client.patch(f"/v1/programs/{tenant.program_id}", tenant.session, {"hold_days": 0}), 200)
     assert changed["hold_days"] == 0 and changed["name"] == "acme partners"
 
@@ -238,7 +210,7 @@ def test_action_routes_take_an_empty_body_or_an_empty_object(
     client: Client, runtime: Runtime, tenant: Tenant
 ) -> None:
     path = f"/v1/programs/{tenant.program_id}"
-    before = _state(runtime)
+    before = stored_records(runtime)
     bad = [
         (b'{"reason": "x"}', _JSON, "validation_error"),
         (b"{nope", _JSON, "invalid_json"),
@@ -247,7 +219,7 @@ def test_action_routes_take_an_empty_body_or_an_empty_object(
     for content, headers, code in bad:
         response = client.request("POST", f"{path}/pause", tenant.session, content=content, headers=headers)
         expect(response, 400, code)
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
     expect(client.request("POST", f"{path}/pause", tenant.session), 200)
     resumed = client.request("POST", f"{path}/resume", tenant.session, content=b"{}", headers=_JSON)
     assert expect(resumed, 200)["status"] == "active"

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from refcore.services.runtime import Runtime
-from tests.http.test_bad_input import _state
-from tests.http.world import Client, Tenant, expect, new_tenant
+from tests.http.world import Client, Tenant, expect, identified_customer, new_tenant, stored_records
 
 
 @pytest.fixture
@@ -39,44 +38,40 @@ def test_currency_must_be_an_iso_4217_code_listed_codes_create_a_program(
 def test_currency_must_be_an_iso_4217_code_to_create_a_program(
     client: Client, runtime: Runtime, tenant: Tenant, currency: object
 ) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     response = client.post("/v1/programs", tenant.session, _program(tenant, currency))
     error = expect(response, 400, "validation_error")["error"]
     assert error["param"] == "currency"
     if isinstance(currency, str):  # the body's types are checked before the rule
         assert "ISO 4217" in error["message"]
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
 
 
 def test_currency_must_be_an_iso_4217_code_and_cannot_be_changed_by_an_update(
     client: Client, runtime: Runtime, tenant: Tenant
 ) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     for currency in ("zzz", "eur"):
         response = client.patch(f"/v1/programs/{tenant.program_id}", tenant.session, {"currency": currency})
         assert expect(response, 400, "validation_error")["error"]["param"] == "currency"
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
     assert expect(client.get(f"/v1/programs/{tenant.program_id}", tenant.session), 200)["currency"] == "usd"
 
 
 def test_currency_must_be_an_iso_4217_code_a_payment_in_xyz_is_validation_error_not_currency_mismatch(
     client: Client, runtime: Runtime, tenant: Tenant
 ) -> None:
-    click = expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
-    who = expect(
-        client.post("/v1/identify", tenant.live_key, {"click_id": click["click_id"], "email": "c@x.io"}), 201
-    )
     payment = {
         "payment_id": "pay_1",
-        "customer_id": who["customer_id"],
+        "customer_id": identified_customer(client, tenant),
         "program_id": tenant.program_id,
         "amount": 2900,
     }
-    before = _state(runtime)
+    before = stored_records(runtime)
     response = client.post("/v1/transactions", tenant.live_key, {**payment, "currency": "xyz"})
     error = expect(response, 400, "validation_error")["error"]
     assert (error["param"], "ISO 4217" in error["message"]) == ("currency", True)
     response = client.post("/v1/transactions", tenant.live_key, {**payment, "currency": "eur"})
     assert expect(response, 400, "currency_mismatch")["error"]["param"] == "currency"
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
     expect(client.post("/v1/transactions", tenant.live_key, {**payment, "currency": "usd"}), 201)

@@ -19,9 +19,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from refcore.errors import InvalidJson, ValidationError
-from refcore.services.runtime import Runtime, Tx
+from refcore.services.runtime import Runtime
 from refcore_http.bodies import _plain_object, decode_object
-from tests.http.world import Client, Tenant, expect, new_tenant
+from tests.http.world import Client, Tenant, expect, identified_customer, new_tenant, stored_records
 
 JSON_TYPE = "application/json"
 
@@ -224,15 +224,6 @@ def test_duplicate_member_names_are_invalid_json_and_any_other_body_reads_as_jso
 
 # -- over HTTP: refused before anything is written ------------------------------------------------
 
-_REPOSITORIES = ("clicks", "customers", "referrals", "payments", "refunds", "commission_entries", "events")
-
-
-def _state(runtime: Runtime) -> dict[str, list[Any]]:
-    def read(tx: Tx) -> dict[str, list[Any]]:
-        return {name: getattr(tx.uow, name).find_all({}) for name in _REPOSITORIES}
-
-    return runtime.read(read)
-
 
 @pytest.fixture
 def tenant(client: Client, runtime: Runtime) -> Tenant:
@@ -242,13 +233,9 @@ def tenant(client: Client, runtime: Runtime) -> Tenant:
 @pytest.fixture
 def payment(client: Client, tenant: Tenant) -> dict[str, Any]:
     """A live payment of 100.00 by an attributed customer, which a refund may name."""
-    click = expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
-    who = expect(
-        client.post("/v1/identify", tenant.live_key, {"click_id": click["click_id"], "email": "c@x.io"}), 201
-    )
     body = {
         "payment_id": "pi_1",
-        "customer_id": who["customer_id"],
+        "customer_id": identified_customer(client, tenant),
         "program_id": tenant.program_id,
         "amount": 10000,
         "currency": "usd",
@@ -262,33 +249,33 @@ _JSON = {"Content-Type": "application/json"}
 def test_a_refund_with_a_duplicate_amount_is_invalid_json_and_creates_nothing(
     client: Client, runtime: Runtime, tenant: Tenant, payment: dict[str, Any]
 ) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     raw = b'{"refund_id":"re_dupk","payment_id":"pi_1","amount":1,"amount":9000}'
     response = client.request("POST", "/v1/transactions/refunds", tenant.live_key, content=raw, headers=_JSON)
     error = expect(response, 400, "invalid_json")["error"]
     assert error["param"] == "amount" and "9000" not in response.text
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
 
 
 def test_a_payment_with_a_duplicate_amount_is_invalid_json_and_creates_nothing(
     client: Client, runtime: Runtime, tenant: Tenant, payment: dict[str, Any]
 ) -> None:
-    before = _state(runtime)
+    before = stored_records(runtime)
     body = json.dumps(
         {"payment_id": "pi_2", "customer_id": payment["customer_id"], "program_id": tenant.program_id}
     )
     raw = (body[:-1] + ', "amount": 1, "currency": "usd", "amount": 9000}').encode()
     response = client.request("POST", "/v1/transactions", tenant.live_key, content=raw, headers=_JSON)
     assert expect(response, 400, "invalid_json")["error"]["param"] == "amount"
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before
 
 
 def test_a_public_capture_with_a_duplicate_member_name_is_invalid_json_and_creates_nothing(
     client: Client, runtime: Runtime, tenant: Tenant
 ) -> None:
     """The browser's capture, decoded on the server's hottest path (the capture shortcut)."""
-    before = _state(runtime)
+    before = stored_records(runtime)
     raw = f'{{"via":"{tenant.link_code}","page":"https://shop.example/","via":"other"}}'.encode()
     response = client.request("POST", "/v1/capture", content=raw, headers=_JSON)
     assert expect(response, 400, "invalid_json")["error"]["param"] == "via"
-    assert _state(runtime) == before
+    assert stored_records(runtime) == before

@@ -15,7 +15,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import StarletteDeprecationWarning
 
-from refcore.services.runtime import Runtime
+from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import create_session
 
 with warnings.catch_warnings():
@@ -216,3 +216,40 @@ def new_activity(client: Client, tenant: Tenant, key: str, suffix: str) -> Activ
         dispute_id=f"dp_{suffix}",
         commission_id=entries["data"][-1]["id"],
     )
+
+
+#: Every repository a request could write to, for "bad input changes nothing".
+WRITTEN_REPOSITORIES = (
+    "organizations",
+    "apps",
+    "api_keys",
+    "programs",
+    "program_affiliates",
+    "links",
+    "clicks",
+    "customers",
+    "referrals",
+    "payments",
+    "refunds",
+    "disputes",
+    "commission_entries",
+    "events",
+)
+
+
+def stored_records(runtime: Runtime) -> dict[str, list[Any]]:
+    """Every record of :data:`WRITTEN_REPOSITORIES`: equal before and after a refused request."""
+
+    def read(tx: Tx) -> dict[str, list[Any]]:
+        return {name: getattr(tx.uow, name).find_all({}) for name in WRITTEN_REPOSITORIES}
+
+    return runtime.read(read)
+
+
+def identified_customer(client: Client, tenant: Tenant) -> str:
+    """A Live customer identified after a click on the tenant's link (attributed), by its ID."""
+    click = expect(client.post("/v1/capture", tenant.live_key, {"via": tenant.link_code}), 201)
+    who = expect(
+        client.post("/v1/identify", tenant.live_key, {"click_id": click["click_id"], "email": "c@x.io"}), 201
+    )
+    return str(who["customer_id"])
