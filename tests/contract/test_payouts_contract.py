@@ -8,14 +8,20 @@ concurrency (threads, each with its own connection) on the SQL stores.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 from attrs import evolve
 
 from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite
 from refcore.models import EventType
-from refcore.models.payout import PayoutExecutionStatus
+from refcore.models.payout import PayoutExecutionStatus, PayoutRequestStatus
 from refcore.rules.entry_status import Balance
+from refcore.services import payout_requests
 from refcore.services.runtime import Runtime, Tx
 from tests.payouts.races import race_mark_paid_report_and_batch
 from tests.payouts.world import affiliate_key, build_payout_world
@@ -88,3 +94,46 @@ def test_a_payout_beyond_32_bits_is_paid_on_every_store(runtime: Runtime, clock:
     assert pw.report(execution.id, "failed", "k1").execution.amount == owed
     assert pw.mark_paid().amount == owed
     assert pw.balance() == Balance(paid=owed)
+
+
+def test_a_payout_request_made_while_mark_paid_pays_its_money_is_closed_as_paid(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/payouts.md: an open request becomes ``paid`` when a payout to its affiliate succeeds.
+
+    The request holds its affiliate's row lock from its first read to its commit. The request
+    here is held just after it read the balance, and mark-paid runs meanwhile: it must wait for
+    the request (and then close it as paid), not pay the balance and miss the request that was
+    not yet committed. On PostgreSQL it did not wait, and the request stayed ``open`` for money
+    already paid, refusing every later request."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    pw.earn(10_000)
+    pw.past_hold()
+    principal, _ = affiliate_key(runtime, pw.world.affiliate)
+    request_read_the_balance, request_may_go_on = threading.Event(), threading.Event()
+    real_funds_of = payout_requests.funds_of
+
+    def held_funds_of(tx: Tx, program_affiliate_id: str) -> Any:
+        funds = real_funds_of(tx, program_affiliate_id)
+        request_read_the_balance.set()
+        assert request_may_go_on.wait(10)
+        return funds
+
+    monkeypatch.setattr(payout_requests, "funds_of", held_funds_of)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        requested = pool.submit(pw.request, principal)
+        assert request_read_the_balance.wait(10)
+        paid = pool.submit(pw.mark_paid)
+        with contextlib.suppress(TimeoutError):
+            paid.result(timeout=0.5)  # returns here only if mark-paid did not wait for the request
+        request_may_go_on.set()
+        request, execution = requested.result(timeout=10), paid.result(timeout=10)
+
+    assert execution.amount == 2000
+    [stored] = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
+    assert (stored.id, stored.status, stored.payout_execution_id) == (
+        request.id,
+        PayoutRequestStatus.PAID,
+        execution.id,
+    )
+    assert pw.balance() == Balance(paid=2000)

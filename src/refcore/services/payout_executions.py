@@ -114,6 +114,12 @@ def record_success(tx: Tx, execution: PayoutExecution) -> None:
             data=represent_entry(entry, EntryStatus.PAID),
         )
     tx.emit(EventType.PAYOUT_SUCCEEDED, app_id=execution.app_id, livemode=True, data=represent(execution))
+    # A request is made under its affiliate's row lock, from its read of the balance to its
+    # commit. Taking that lock here first makes this payout wait for a request being made, so
+    # that it finds and closes it; and a request made after waits for this payout and finds
+    # the money paid. Without it, on PostgreSQL each missed the other's uncommitted row, and
+    # the request stayed open for a balance already paid.
+    tx.uow.program_affiliates.get(execution.program_affiliate_id, for_update=True)
     request = tx.uow.payout_requests.find_one(
         {"open_program_affiliate_id": execution.program_affiliate_id}, for_update=True
     )
