@@ -77,6 +77,14 @@ def serve(args: argparse.Namespace) -> int:
     try:
         if settings.migrate_on_start:
             store.migrate()
+        elif store.schema_is_behind():
+            # Otherwise it would answer GET /v1 and fail every other request.
+            print(
+                f"refcore: {store.description} lacks migrations this release needs; "
+                "run `refcore migrate` first (or serve without --no-migrate)",
+                file=sys.stderr,
+            )
+            return 2
         if args.print_session:
             _user, token = create_session(store.runtime, args.print_session)
             print(token, flush=True)

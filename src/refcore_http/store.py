@@ -30,6 +30,8 @@ class OpenStore:
     persistent: bool
     #: Bring the schema up to date (nothing to do for memory); idempotent.
     migrate: Callable[[], None]
+    #: Whether a migration this release ships is not applied yet (never, for memory).
+    schema_is_behind: Callable[[], bool]
     dispose: Callable[[], None]
     #: Delete stored rows that no read at the given moment or later needs (the SQL store's past
     #: balance buckets and ended rate-limit windows); how many went. The server calls it
@@ -45,6 +47,10 @@ def _nothing() -> None:
 
 def _nothing_to_prune(_now: datetime) -> int:
     return 0
+
+
+def _never() -> bool:
+    return False
 
 
 def is_memory(database_url: str) -> bool:
@@ -69,6 +75,7 @@ def open_store(
             outbox=MemoryOutbox(database),
             persistent=False,
             migrate=_nothing,
+            schema_is_behind=_never,
             dispose=_nothing,
             prune=_nothing_to_prune,
             description=MEMORY_URL,
@@ -88,6 +95,7 @@ def open_store(
         outbox=store.outbox,
         persistent=True,
         migrate=store.migrate,
+        schema_is_behind=store.schema_is_behind,
         dispose=store.dispose,
         prune=store.prune,
         description=store.safe_url,

@@ -18,6 +18,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine, text
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -49,3 +50,23 @@ def schema_is_current(engine: Engine) -> bool:
     with engine.connect() as connection:
         current = set(MigrationContext.configure(connection).get_current_heads())
     return current == heads
+
+
+def schema_is_behind(engine: Engine) -> bool:
+    """Whether the database lacks a migration this release ships (an empty database does).
+
+    A database at a revision this release does not know was migrated by a newer one: it is not
+    behind, and a server may run on it if that migration was additive (docs/deployment.md).
+    A server started with ``--no-migrate`` on a database that is behind would answer ``GET /v1``
+    and fail every other request, so ``refcore serve`` refuses to start instead."""
+    script = ScriptDirectory.from_config(alembic_config())
+    with engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    if current == set(script.get_heads()):
+        return False
+    try:
+        for revision in current:
+            script.get_revision(revision)
+    except CommandError:
+        return False  # a revision of a newer release
+    return True

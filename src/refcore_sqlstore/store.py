@@ -24,7 +24,7 @@ from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import existing_group_commit, group_commit
 from refcore_sqlstore.kept_connections import KeptConnections, idle_connections_for
-from refcore_sqlstore.migrate import schema_is_current, upgrade_to_head
+from refcore_sqlstore.migrate import schema_is_behind, schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
 from refcore_sqlstore.rate_limit_pruning import prune_rate_limit_counters
@@ -73,6 +73,11 @@ class SqlStore:
         """Whether :meth:`migrate` has nothing left to apply."""
         with database_errors():
             return schema_is_current(self._engine)
+
+    def schema_is_behind(self) -> bool:
+        """Whether this release's migrations are not all applied (see :func:`.migrate.schema_is_behind`)."""
+        with database_errors():
+            return schema_is_behind(self._engine)
 
     def unit_of_work(self) -> SqlUnitOfWork:
         if self.dialect == "sqlite":

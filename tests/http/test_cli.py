@@ -132,6 +132,26 @@ def test_serve_runs_uvicorn_with_its_settings(
     expect(client.post("/v1/organizations", token, {"name": "Acme"}), 201)
 
 
+@pytest.mark.usefixtures("collector_restored")
+def test_serve_without_migrating_refuses_a_database_that_lacks_migrations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``--no-migrate`` on an empty (or older) database the server would answer ``GET /v1``
+    and fail everything else: it refuses to start and says what to run."""
+    import uvicorn
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    url = f"sqlite:///{tmp_path / 'refcore.db'}"
+    assert cli.main(["serve", "--no-migrate", "--database-url", url]) == 2
+    assert calls == []
+    err = capsys.readouterr().err
+    assert "lacks migrations" in err and "refcore migrate" in err
+    assert cli.main(["migrate", "--database-url", url]) == 0
+    assert cli.main(["serve", "--no-migrate", "--database-url", url]) == 0
+    assert len(calls) == 1
+
+
 def test_serve_stops_on_a_bad_setting(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -126,3 +126,30 @@ def test_several_processes_migrating_at_once_all_succeed(empty_database_url: str
     assert [code for code, _ in outcomes] == [0, 0, 0, 0], [err for _, err in outcomes]
     assert _versions(empty_database_url) == [HEAD]
     assert _differences(empty_database_url) == []
+
+
+def test_a_database_is_behind_until_every_shipped_migration_is_applied(empty_database_url: str) -> None:
+    """``refcore serve --no-migrate`` refuses a database that is behind; one migrated by a newer
+    release (a revision this one does not know) is not behind (docs/deployment.md)."""
+    store = SqlStore(empty_database_url)
+    try:
+        assert store.schema_is_behind()  # empty
+        engine = _engine(empty_database_url)
+        try:
+            with engine.begin() as connection:
+                command.upgrade(alembic_config(connection), "0006_bucket_pruning")
+        finally:
+            engine.dispose()
+        assert store.schema_is_behind()
+        store.migrate()
+        assert not store.schema_is_behind()
+        engine = _engine(empty_database_url)
+        try:
+            with engine.begin() as connection:
+                connection.execute(text("UPDATE alembic_version SET version_num = '9999_newer_release'"))
+        finally:
+            engine.dispose()
+        assert not store.schema_is_behind()
+        assert not store.schema_is_current()
+    finally:
+        store.dispose()
