@@ -154,8 +154,13 @@ _STATUS_MOVES: dict[str, tuple[frozenset[ProgramStatus], ProgramStatus]] = {
 
 
 def change_program_status(rt: Runtime, principal: Principal, program_id: str, action: str) -> Program:
-    """``pause``, ``resume`` or ``disable``; out of order is ``409 state_conflict``."""
-    allowed_from, target = _STATUS_MOVES[action]
+    """``pause``, ``resume`` or ``disable``; out of order is ``409 state_conflict``; any other
+    action is ``validation_error`` (the HTTP routes name only these three, a library caller may
+    pass anything)."""
+    move = _STATUS_MOVES.get(action) if isinstance(action, str) else None
+    if move is None:
+        raise ValidationError(f"action must be one of: {', '.join(_STATUS_MOVES)}", param="action")
+    allowed_from, target = move
 
     def work(tx: Tx) -> Program:
         program = require_program(tx, principal, program_id)

@@ -63,6 +63,8 @@ def authenticate(rt: Runtime, credential: str) -> Principal:
 def principal_in(tx: Tx, credential: str) -> Principal:
     """:func:`authenticate` inside a unit of work the caller already has (captures authenticate
     their keys with the batch they are written in: :func:`refcore.services.tracking.record_captures`)."""
+    if not isinstance(credential, str):  # a library caller's None: unauthenticated, not a crash
+        raise refused_credential()
     hashed = digest(credential)
     if credential.startswith("sess_"):
         session = tx.uow.sessions.find_one({"token_digest": hashed})
