@@ -191,6 +191,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _why(error: RefcoreError) -> str:
+    """``: <why>`` when ``error`` is a database that could not be reached (else nothing), so that
+    an operator tells a typo in the URL from an outage without reading a traceback."""
+    from refcore_sqlstore.errors import connection_failure
+
+    reason = connection_failure(error.__cause__)
+    return "" if reason is None else f": {reason}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -203,6 +212,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"refcore: {exc}", file=sys.stderr)
         return 2
     except RefcoreError as exc:
-        print(f"refcore: {exc.message}", file=sys.stderr)
+        print(f"refcore: {exc.message}{_why(exc)}", file=sys.stderr)
         return 2
     return result

@@ -86,3 +86,33 @@ _TRANSLATING = _Translating()
 def database_errors() -> _Translating:
     """Run a block of database calls, translating what they raise."""
     return _TRANSLATING
+
+
+#: Why a connection could not be made, for the operator: a phrase a driver's message contains,
+#: and what it means. Only these fixed sentences reach the command line, never the driver's own
+#: text, which may quote the URL's host (where a password with an unencoded ``@`` ends up).
+_CONNECTION_FAILURES = (
+    ("does not exist", "the database or the user named in the URL does not exist"),
+    ("password authentication failed", "the server refused the user name or password"),
+    ("no password supplied", "the server wants a password and the URL has none"),
+    ("connection refused", "nothing accepts connections at that host and port"),
+    ("failed to resolve host", "the host name does not resolve"),
+    ("could not translate host name", "the host name does not resolve"),
+    ("timeout expired", "the connection timed out"),
+    ("invalid", "the URL has an invalid connection option"),
+    (
+        "unable to open database file",
+        "SQLite cannot open the file: does its directory exist, and may it be written?",
+    ),
+)
+
+
+def connection_failure(error: BaseException | None) -> str | None:
+    """Why the database behind ``error`` (an :class:`~refcore.errors.InternalError`'s
+    ``__cause__``) could not be reached, in one of the fixed sentences above; ``None`` when it
+    is another fault or an unknown one. For the ``refcore`` command's one-line error."""
+    original = getattr(error, "orig", None) or error
+    if not isinstance(original, (psycopg.OperationalError, sqlite3.OperationalError)):
+        return None
+    message = str(original).lower()
+    return next((meaning for phrase, meaning in _CONNECTION_FAILURES if phrase in message), None)

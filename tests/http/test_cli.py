@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from refcore.services.principal import PrincipalKind
@@ -17,6 +18,7 @@ from refcore_http import cli
 from refcore_http.app import create_app
 from refcore_http.settings import Settings, SettingsError
 from refcore_http.store import open_store
+from refcore_sqlstore.errors import connection_failure
 from tests.http.world import Client, expect
 
 _REFCORE = Path(sys.executable).with_name("refcore")
@@ -130,6 +132,39 @@ def test_serve_runs_uvicorn_with_its_settings(
     token = capsys.readouterr().out.strip()
     client = Client(app)
     expect(client.post("/v1/organizations", token, {"name": "Acme"}), 201)
+
+
+def test_a_database_that_cannot_be_reached_is_named_with_why_and_no_driver_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'no-such-directory' / 'refcore.db'}"
+    assert cli.main(["migrate", "--database-url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refcore: The database could not complete the operation: SQLite cannot open")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("driver_message", "meaning"),
+    [
+        (
+            'connection failed: ... port 5432 failed: FATAL:  database "nosuchdb" does not exist',
+            "does not exist",
+        ),
+        ("connection failed: ... port 1 failed: Connection refused", "nothing accepts connections"),
+        ("failed to resolve host 'ss@db.example': [Errno -2] Name or service not known", "does not resolve"),
+        ('connection is bad: invalid sslmode value: "bogus"', "invalid connection option"),
+        ('FATAL:  password authentication failed for user "app"', "refused the user name or password"),
+    ],
+)
+def test_connection_failures_are_told_in_fixed_sentences(driver_message: str, meaning: str) -> None:
+    """Only refcore's own sentence reaches the command line: the driver's text may quote a host
+    that holds part of a password (an unencoded ``@`` in the URL)."""
+    reason = connection_failure(psycopg.OperationalError(driver_message))
+    assert reason is not None and meaning in reason
+    assert "ss@db.example" not in reason and "bogus" not in reason and "nosuchdb" not in reason
+    assert connection_failure(psycopg.errors.UniqueViolation("duplicate key")) is None
+    assert connection_failure(None) is None
 
 
 @pytest.mark.usefixtures("collector_restored")
