@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect, text
 
 from refcore_sqlstore import SqlStore
 from refcore_sqlstore.engine import create_store_engine, normalise_url
@@ -31,6 +33,17 @@ def _differences(url: str) -> list[Any]:
         with engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"compare_type": True})
             return list(compare_metadata(context, metadata))
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def _transaction(url: str) -> Iterator[Connection]:
+    """A connection of a short-lived engine of its own, in a transaction committed at the end."""
+    engine = _engine(url)
+    try:
+        with engine.begin() as connection:
+            yield connection
     finally:
         engine.dispose()
 
@@ -95,12 +108,8 @@ def test_the_agreement_check_notices_an_index_the_migrations_lack(empty_database
 
 def test_downgrade_to_base_removes_every_table(empty_database_url: str) -> None:
     SqlStore(empty_database_url).migrate()
-    engine = _engine(empty_database_url)
-    try:
-        with engine.begin() as connection:
-            command.downgrade(alembic_config(connection), "base")
-    finally:
-        engine.dispose()
+    with _transaction(empty_database_url) as connection:
+        command.downgrade(alembic_config(connection), "base")
     assert _tables(empty_database_url) == {"alembic_version"}
 
 
@@ -134,21 +143,13 @@ def test_a_database_is_behind_until_every_shipped_migration_is_applied(empty_dat
     store = SqlStore(empty_database_url)
     try:
         assert store.schema_is_behind()  # empty
-        engine = _engine(empty_database_url)
-        try:
-            with engine.begin() as connection:
-                command.upgrade(alembic_config(connection), "0006_bucket_pruning")
-        finally:
-            engine.dispose()
+        with _transaction(empty_database_url) as connection:
+            command.upgrade(alembic_config(connection), "0006_bucket_pruning")
         assert store.schema_is_behind()
         store.migrate()
         assert not store.schema_is_behind()
-        engine = _engine(empty_database_url)
-        try:
-            with engine.begin() as connection:
-                connection.execute(text("UPDATE alembic_version SET version_num = '9999_newer_release'"))
-        finally:
-            engine.dispose()
+        with _transaction(empty_database_url) as connection:
+            connection.execute(text("UPDATE alembic_version SET version_num = '9999_newer_release'"))
         assert not store.schema_is_behind()
         assert not store.schema_is_current()
     finally:
