@@ -120,7 +120,7 @@ def session(args: argparse.Namespace) -> int:
                 f"{MEMORY_URL} keeps nothing after this command ends; "
                 "use `refcore serve --print-session EMAIL` or create the session through the library"
             )
-        store.migrate()
+        _migrate_saying_so(store)
         _user, token = create_session(store.runtime, args.email)
     finally:
         store.dispose()
@@ -132,11 +132,19 @@ def migrate(args: argparse.Namespace) -> int:
     settings = _settings(args)
     store = _open(settings)
     try:
-        store.migrate()
+        _migrate_saying_so(store)
     finally:
         store.dispose()
     print(f"refcore: {store.description} is up to date", file=sys.stderr)
     return 0
+
+
+def _migrate_saying_so(store: OpenStore) -> None:
+    """Apply pending migrations, saying so on stderr first when there are any: on a big ledger
+    some take a while (docs/deployment.md), and ``refcore session`` applies them too."""
+    if store.schema_is_behind():
+        print(f"refcore: migrating {store.description} to this release's schema", file=sys.stderr)
+    store.migrate()
 
 
 def build_parser() -> argparse.ArgumentParser:

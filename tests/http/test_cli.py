@@ -47,9 +47,11 @@ def test_session_prints_one_token_that_the_server_accepts(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'refcore.db'}"
     assert cli.main(["session", "--email", "Dev@Example.com", "--database-url", url]) == 0
-    out = capsys.readouterr().out
+    printed = capsys.readouterr()
+    out = printed.out
     lines = out.splitlines()
     assert len(lines) == 1 and lines[0].startswith("sess_") and out.endswith("\n")
+    assert "migrating" in printed.err  # a fresh file: the migrations it applied are announced
     store = open_store(url)
     try:
         assert authenticate(store.runtime, lines[0]).kind is PrincipalKind.SESSION
@@ -90,7 +92,10 @@ def test_migrate_is_idempotent_and_bad_urls_fail_cleanly(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'refcore.db'}"
     assert cli.main(["migrate", "--database-url", url]) == 0
+    first = capsys.readouterr().err
+    assert "migrating" in first and first.rstrip().endswith("is up to date")
     assert cli.main(["migrate", "--database-url", url]) == 0
+    assert "migrating" not in capsys.readouterr().err  # nothing was pending
     assert cli.main(["migrate", "--database-url", "mysql://root:pw@db/x"]) == 2
     err = capsys.readouterr().err
     assert "unsupported database" in err and "pw" not in err
