@@ -46,10 +46,17 @@ def upgrade_to_head(engine: Engine) -> None:
 
 def schema_is_current(engine: Engine) -> bool:
     """Whether the database is at the newest migration (``False`` for an empty database)."""
-    heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
+    return _current_heads(engine) == set(_scripts().get_heads())
+
+
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def _current_heads(engine: Engine) -> set[str]:
+    """The revisions the database is at (none for an empty database)."""
     with engine.connect() as connection:
-        current = set(MigrationContext.configure(connection).get_current_heads())
-    return current == heads
+        return set(MigrationContext.configure(connection).get_current_heads())
 
 
 def schema_is_behind(engine: Engine) -> bool:
@@ -59,9 +66,8 @@ def schema_is_behind(engine: Engine) -> bool:
     behind, and a server may run on it if that migration was additive (docs/deployment.md).
     A server started with ``--no-migrate`` on a database that is behind would answer ``GET /v1``
     and fail every other request, so ``refcore serve`` refuses to start instead."""
-    script = ScriptDirectory.from_config(alembic_config())
-    with engine.connect() as connection:
-        current = set(MigrationContext.configure(connection).get_current_heads())
+    script = _scripts()
+    current = _current_heads(engine)
     if current == set(script.get_heads()):
         return False
     try:
