@@ -34,13 +34,12 @@ def header(request: HTTPConnection, name: bytes) -> str | None:
 def repeated(request: HTTPConnection, name: bytes) -> bool:
     """Whether the header ``name`` (lower case, as bytes) was sent more than once.
 
-    The headers are counted only when the dictionary of :func:`header` holds fewer names than
-    the request sent headers, that is when some header came twice: almost never."""
+    Once :func:`header` has made its dictionary (the caller read the header first), the headers
+    are counted only when it holds fewer names than the request sent headers, that is when some
+    header came twice: almost never."""
     scope = request.scope
     raw: list[tuple[bytes, bytes]] = scope["headers"]
     by_name: dict[bytes, bytes] | None = scope.get(_SCOPE_KEY)
-    if by_name is None:
-        by_name = scope[_SCOPE_KEY] = dict(reversed(raw))
-    if len(by_name) == len(raw):
+    if by_name is not None and len(by_name) == len(raw):
         return False
     return sum(1 for sent, _value in raw if sent == name) > 1
