@@ -71,12 +71,17 @@ def _malformation(header: str) -> str | None:
     return None
 
 
+def header_missing() -> SignatureRefused:
+    """The refusal of a delivery without the signature header (checked before its body is read)."""
+    return SignatureRefused(
+        f"The {SIGNATURE_HEADER} header is missing", check=f"the {SIGNATURE_HEADER} header is missing"
+    )
+
+
 def verify_signature(payload: bytes, header: str | None, secret: str, *, now: datetime) -> None:
     """Raise ``invalid_signature`` unless ``header`` signs ``payload`` with ``secret`` recently."""
     if not header:
-        raise SignatureRefused(
-            f"The {SIGNATURE_HEADER} header is missing", check=f"the {SIGNATURE_HEADER} header is missing"
-        )
+        raise header_missing()
     try:
         stripe.WebhookSignature.verify_header(payload, header, secret, tolerance=None)
     except stripe.SignatureVerificationError:

@@ -38,6 +38,7 @@ from refcore_http.processor.signature import (
     SIGNATURE_HEADER,
     UNVERIFIED,
     SignatureRefused,
+    header_missing,
     verify_signature,
 )
 from refcore_http.processor.stripe_events import parse_event, routing_of
@@ -155,8 +156,9 @@ def receive_processor_event(call: Call) -> Reply:
     """
     header = call.headers.get(SIGNATURE_HEADER)
     if not header:
-        _refused(f"the {SIGNATURE_HEADER} header is missing")
-        raise InvalidSignature(f"The {SIGNATURE_HEADER} header is missing")
+        missing = header_missing()
+        _refused(missing.check)
+        raise missing
     values = decode_object(call.raw_body, call.headers.get("content-type"))
     routing = routing_of(values)
     if routing is None:
