@@ -87,7 +87,7 @@ def test_session_refuses_the_memory_store_and_bad_emails(
     assert captured.out == "" and "e-mail" in captured.err
 
 
-def test_migrate_is_idempotent_and_bad_urls_fail_cleanly(
+def test_migrate_announces_pending_migrations_is_idempotent_and_fails_cleanly_on_bad_urls(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = f"sqlite:///{tmp_path / 'refcore.db'}"
