@@ -144,6 +144,29 @@ def test_the_period_includes_its_start_and_excludes_its_end(
     assert _money(after)["revenue"] == 5500
 
 
+def test_the_period_is_taken_at_the_millisecond_precision_it_is_echoed_at(
+    client: Client, clock: ManualClock, acme: Tenant
+) -> None:
+    """A click at 10:00:00.000300 is shown at .000Z; a period sent as ``from=…00.0005`` is
+    echoed as .000Z, so it must count that click, and one ending at ``to=…00.0009`` must not."""
+    clock.set(datetime(2026, 1, 2, 10, 0, 0, 300, tzinfo=UTC))
+    _click(client, acme)
+    starting = _overview(client, acme, **{"from": "2026-01-02T10:00:00.0005Z", "to": "2026-01-03"})
+    assert (starting["from"], starting["clicks"]) == ("2026-01-02T10:00:00.000Z", 1)
+    ending = _overview(client, acme, **{"from": "2026-01-02", "to": "2026-01-02T10:00:00.0009Z"})
+    assert (ending["to"], ending["clicks"]) == ("2026-01-02T10:00:00.000Z", 0)
+    # Two moments within one millisecond are one moment: the period between them is empty.
+    expect(
+        client.get(
+            f"/v1/apps/{acme.app_id}/overview",
+            acme.session,
+            **{"from": "2026-01-02T10:00:00.0001Z", "to": "2026-01-02T10:00:00.0009Z"},
+        ),
+        400,
+        "validation_error",
+    )
+
+
 def test_overview_of_test_mode(client: Client, clock: ManualClock, acme: Tenant) -> None:
     _scenario(client, clock, acme)
     body = _overview(client, acme, environment="test", **{"from": "2026-01-01", "to": "2026-02-01"})

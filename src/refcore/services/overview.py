@@ -88,7 +88,14 @@ def parse_moment(value: object, *, param: str) -> datetime | None:
         raise ValidationError(
             f"{param} must be from {EARLIEST.date()} to before {LATEST.date()} (UTC)", param=param
         )
-    return moment
+    return _to_the_millisecond(moment)
+
+
+def _to_the_millisecond(moment: datetime) -> datetime:
+    """Drop what is finer than a millisecond: refcore shows every moment at that precision, the
+    period's echoed ``from`` and ``to`` included, and the figures must be those that echo names
+    (with ``from=…00.0005`` the figures had counted from half a millisecond later than shown)."""
+    return moment.replace(microsecond=moment.microsecond - moment.microsecond % 1000)
 
 
 def _mode(principal: Principal, environment: object) -> Mode:
@@ -150,7 +157,7 @@ def overview(
     def work(tx: Tx) -> Overview:
         require_app(tx, principal, app_id)
         period_end = given_end or tx.now
-        period_start = given_start or period_end - DEFAULT_PERIOD
+        period_start = given_start or _to_the_millisecond(period_end - DEFAULT_PERIOD)
         if period_start >= period_end:
             raise ValidationError("from must be before to", param="from")
         # Without ``to`` the period runs up to now inclusive: what happened this very moment counts.
