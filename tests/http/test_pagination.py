@@ -193,3 +193,44 @@ def test_every_activity_list_pages_in_the_key_scope(client: Client, lists: Lists
     assert ids == sorted(ids, reverse=True) and len(set(ids)) == len(ids) and ids
     test_ids = {item["id"] for item in expect(client.get(path, lists.a.test_key), 200)["data"]}
     assert test_ids.isdisjoint(ids)
+
+
+def test_a_cursor_that_left_its_status_filter_still_pages_on(client: Client, runtime: Runtime) -> None:
+    """Approving each page of ``status=disabled`` makes its last affiliate leave the list; the
+    next page must still come (it was ``400 invalid_starting_after``), as a Stripe cursor marks
+    a place in the list, not a member of it."""
+    tenant = new_tenant(client, runtime, "gamma")
+    disabled = []
+    for n in range(5):
+        body = {"program_id": tenant.program_id, "email": f"a{n}@gamma.example", "name": f"A{n}"}
+        affiliate = expect(client.post("/v1/program-affiliates", tenant.session, body), 201)
+        expect(client.post(f"/v1/program-affiliates/{affiliate['id']}/disable", tenant.session, {}), 200)
+        disabled.append(affiliate["id"])
+    enabled: list[str] = []
+    cursor: str | None = None
+    while True:
+        query = {"program_id": tenant.program_id, "status": "disabled", "limit": "2"}
+        if cursor is not None:
+            query["starting_after"] = cursor
+        page = expect(client.get("/v1/program-affiliates", tenant.session, **query), 200)
+        for affiliate in page["data"]:
+            expect(client.post(f"/v1/program-affiliates/{affiliate['id']}/enable", tenant.session, {}), 200)
+            enabled.append(affiliate["id"])
+        if not page["has_more"]:
+            break
+        cursor = page["data"][-1]["id"]
+    assert enabled == sorted(disabled, reverse=True)
+    # The status no longer decides, the program still does: another program's affiliate is no cursor.
+    other = new_tenant(client, runtime, "gamma-other")
+    _cursor_error(
+        client, tenant.session, "/v1/program-affiliates", other.affiliate_id, program_id=tenant.program_id
+    )
+
+
+def test_a_deleted_link_is_still_a_cursor_of_its_affiliates_links(client: Client, runtime: Runtime) -> None:
+    tenant = new_tenant(client, runtime, "delta")
+    path = f"/v1/program-affiliates/{tenant.affiliate_id}/links"
+    made = [expect(client.post(path, tenant.session, {}), 201)["id"] for _ in range(3)]
+    expect(client.delete(f"{path}/{made[-1]}", tenant.session), 200)
+    after = expect(client.get(path, tenant.session, starting_after=made[-1]), 200)
+    assert [link["id"] for link in after["data"]] == [made[1], made[0], tenant.link_id]

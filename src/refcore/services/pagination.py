@@ -31,6 +31,14 @@ def require_limit(limit: object) -> int:
     return limit
 
 
+#: Filters on what changes as a record lives: an affiliate approved or disabled, a dispute won,
+#: a link deleted. The last record of a page may have left its list by the time the next page is
+#: asked for (a loop that approves each page of ``status=pending`` makes it leave); its ID still
+#: marks the place to go on from, as a Stripe cursor does, so only the other filters (App, mode,
+#: program, affiliate…, which never change) decide whether a cursor belongs to the list.
+STATE_FILTERS = frozenset({"status", "deleted_at"})
+
+
 def paginate(
     repo: Repository[M],
     where: Mapping[str, object],
@@ -42,12 +50,13 @@ def paginate(
     """One page of ``repo`` records matching ``where``.
 
     A cursor is accepted only when it is a record of the same type that the same ``where``
-    (App, mode, program, filters) would list; anything else is ``invalid_starting_after``.
+    (App, mode, program, filters) lists or listed: it may have left the list since by a change
+    of state (:data:`STATE_FILTERS`). Anything else is ``invalid_starting_after``.
     """
     size = require_limit(limit)
     if starting_after is not None:
         cursor = repo.get(starting_after) if prefix_of(starting_after) == prefix else None
-        if cursor is None or any(getattr(cursor, k) != v for k, v in where.items()):
+        if cursor is None or any(getattr(cursor, k) != v for k, v in where.items() if k not in STATE_FILTERS):
             raise InvalidStartingAfter(
                 "starting_after must be the ID of an object from this same list",
                 param="starting_after",
