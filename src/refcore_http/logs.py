@@ -10,7 +10,8 @@ No line shows a credential (interface 5.3). uvicorn's access line holds the requ
 query as sent, so a client that puts its key in the query (``GET /v1/clicks?api_key=key_app_…``,
 answered ``401``) would have it written there: :func:`redact_credentials` puts a filter on the
 loggers such lines go to that replaces every credential, and the value of every query parameter
-named like a secret, with ``[redacted]`` before any handler formats the line.
+named like a secret, with ``[redacted]`` before any handler formats the line; it also writes
+the record's traceback, where an exception's message may quote a credential, redacted.
 """
 
 from __future__ import annotations
@@ -113,6 +114,25 @@ def _redacted_parameter(parameter: str) -> str:
     return parameter
 
 
+#: A whole credential as refcore issues them (:func:`refcore.credentials.new_secret`: a prefix,
+#: then 43 characters of URL-safe base64) inside free text: a traceback or a message logged
+#: without arguments. Stricter than :data:`_CREDENTIAL`, which looks at URLs: free text is
+#: full of words such as ``key_digest`` and ``join_token`` that must stay readable.
+_CREDENTIAL_IN_TEXT = re.compile(
+    r"(?<![0-9A-Za-z_-])(?:key_(?:test_)?(?:app|managed)_|key_aff_|sess_|join_|whsec_)[0-9A-Za-z_-]{20,}"
+)
+
+#: Formats a record's exception as every ``logging.Formatter`` would (``formatException``).
+_TRACEBACKS = logging.Formatter()
+
+
+def redacted_text(text: str) -> str:
+    """``text`` with every whole credential replaced by :data:`REDACTED`."""
+    if "_" not in text:
+        return text
+    return _CREDENTIAL_IN_TEXT.sub(REDACTED, text)
+
+
 class CredentialRedaction(logging.Filter):
     """Passes every record, with :func:`redacted` applied to each of its string arguments.
 
@@ -124,14 +144,26 @@ class CredentialRedaction(logging.Filter):
     only the third, so that no future layout of these records lets a credential through;
     redacting an address, a method or a version changes nothing. Changing ``record.args``
     in the logger's own filter, before any handler sees the record, redacts the line for
-    every handler alike, configured by uvicorn, by refcore or by the operator."""
+    every handler alike, configured by uvicorn, by refcore or by the operator.
+
+    A record's traceback is free text that no argument carries: an exception's message may
+    quote what it was given. It is formatted here, once, with :func:`redacted_text` applied,
+    and kept as ``record.exc_text``, which every ``logging.Formatter`` writes instead of
+    formatting the exception itself; so is a message logged without arguments."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple):
-            record.args = tuple(redacted(arg) if isinstance(arg, str) else arg for arg in args)
+            if args:
+                record.args = tuple(redacted(arg) if isinstance(arg, str) else arg for arg in args)
+            elif isinstance(record.msg, str):
+                record.msg = redacted_text(record.msg)
         elif isinstance(args, Mapping):
             record.args = {key: redacted(arg) if isinstance(arg, str) else arg for key, arg in args.items()}
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redacted_text(_TRACEBACKS.formatException(record.exc_info))
+        if record.stack_info:
+            record.stack_info = redacted_text(record.stack_info)
         return True
 
 

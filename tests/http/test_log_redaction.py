@@ -8,11 +8,12 @@ while an ordinary query (``?limit=10&starting_after=…``) stays as sent.
 
 from __future__ import annotations
 
+import io
 import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -206,4 +207,48 @@ def test_the_redaction_outlives_any_log_configuration(caplog: pytest.LogCaptureF
         f'c - "GET /v1/x?api_key={REDACTED} HTTP/1.1" 401',
         f'c - "WebSocket /v1/x?token={REDACTED}" 403',
         f"Unhandled error in GET /v1/api-keys/{REDACTED}",
+    ]
+
+
+def _written(log: Callable[[logging.Logger], None]) -> str:
+    """What a plain handler on ``refcore_http`` writes for the records ``log`` makes."""
+    redact_credentials()
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("refcore_http")
+    logger.addHandler(handler)
+    try:
+        log(logger)
+    finally:
+        logger.removeHandler(handler)
+    return stream.getvalue()
+
+
+@pytest.mark.parametrize("prefix", ISSUED_PREFIXES)
+def test_a_traceback_never_shows_a_credential(prefix: str) -> None:
+    """An exception's message may quote what it was given: the traceback a handler writes
+    for it is redacted like the line above it."""
+    credential = new_secret(prefix)
+
+    def log(logger: logging.Logger) -> None:
+        try:
+            raise ValueError(f"no row for {credential}")
+        except ValueError:
+            logger.exception("Unhandled error in %s %s", "POST", "/v1/transactions")
+
+    written = _written(log)
+    assert credential.removeprefix(prefix) not in written
+    assert f"ValueError: no row for {REDACTED}" in written
+    assert written.startswith("Unhandled error in POST /v1/transactions\nTraceback")
+
+
+def test_free_text_keeps_the_words_that_only_look_like_a_prefix() -> None:
+    def log(logger: logging.Logger) -> None:
+        logger.error(f"pre-formatted {LIVE_KEY}")  # a message logged without arguments
+        logger.error("column key_digest, parameter join_token, setting sess_max_age_seconds")
+
+    assert _written(log).splitlines() == [
+        f"pre-formatted {REDACTED}",
+        "column key_digest, parameter join_token, setting sess_max_age_seconds",
     ]
