@@ -293,19 +293,63 @@ def test_a_paused_program_still_takes_signups(client: Client, runtime: Runtime, 
     assert join(client, mail_dir, "nap-partners", "n@x.example")["program_affiliate"]["status"] == "pending"
 
 
-def test_an_existing_affiliate_gets_the_same_answer_and_a_reminder_without_a_link(
+def test_an_existing_affiliate_gets_the_same_answer_and_a_reminder_whose_link_issues_a_new_key(
     client: Client, runtime: Runtime, mail_dir: Path
 ) -> None:
+    """An affiliate the Developer added has no key, and a lost key had no way back: the join
+    form, answered from the affiliate's own mailbox, issues one for the affiliate that exists."""
     tenant = new_tenant(client, runtime, "known")
-    existing = "ally@known.example"  # added by new_tenant
+    existing = "ally@known.example"  # added by new_tenant, through POST /v1/program-affiliates
     answer = expect(client.post("/v1/join/known-partners", json={"email": existing, "name": "Ally"}), 202)
     fresh = expect(
         client.post("/v1/join/known-partners", json={"email": "new@x.example", "name": "New"}), 202
     )
     assert set(answer) == set(fresh) and answer["program_id"] == fresh["program_id"] == tenant.program_id
     reminder = next(m for m in mailbox(mail_dir) if m["To"] == existing)
-    assert "already" in body_of(reminder) and "token=" not in body_of(reminder)
-    assert runtime.read(lambda tx: tx.uow.pending_signups.find_all({"email": existing})) == []
+    assert "already a member" in body_of(reminder) and "new affiliate key" in body_of(reminder)
+    expect(client.post(f"/v1/program-affiliates/{tenant.affiliate_id}/disable", tenant.session), 200)
+
+    first = expect(client.post("/v1/join/known-partners/confirm", json={"token": token_in(reminder)}), 201)
+    assert first["program_affiliate"]["id"] == tenant.affiliate_id
+    assert first["program_affiliate"]["status"] == "disabled"  # a new key changes no status
+    second = join(client, mail_dir, "known-partners", existing)
+    assert second["program_affiliate"]["id"] == tenant.affiliate_id
+    assert first["api_key"]["secret"] != second["api_key"]["secret"]
+    # Both keys are the affiliate's, and both work: the one issued first is not revoked.
+    for key in (first["api_key"]["secret"], second["api_key"]["secret"]):
+        balance = expect(client.get("/v1/payout-balance", key, program_id=tenant.program_id), 200)
+        assert balance["program_affiliate_id"] == tenant.affiliate_id
+    affiliates = expect(
+        client.get("/v1/program-affiliates", tenant.session, program_id=tenant.program_id), 200
+    )
+    assert [a["email"] for a in affiliates["data"]].count(existing) == 1
+
+    def created_events(tx: Tx) -> list[object]:
+        return [
+            e
+            for e in tx.uow.events.find_all({"app_id": tenant.app_id})
+            if e.type is EventType.AFFILIATE_CREATED
+        ]
+
+    assert len(runtime.read(created_events)) == 1  # Ally's, when the Developer added it; keys make none
+
+
+def test_a_signup_confirmed_after_its_address_was_added_issues_a_key_for_that_affiliate(
+    client: Client, runtime: Runtime, mail_dir: Path
+) -> None:
+    tenant = new_tenant(client, runtime, "race")
+    token = sign_up(client, mail_dir, "race-partners", "late@x.example")
+    added = expect(
+        client.post(
+            "/v1/program-affiliates",
+            tenant.session,
+            {"program_id": tenant.program_id, "email": "late@x.example", "name": "Late"},
+        ),
+        201,
+    )
+    confirmed = expect(client.post("/v1/join/race-partners/confirm", json={"token": token}), 201)
+    assert confirmed["program_affiliate"]["id"] == added["id"]
+    assert confirmed["program_affiliate"]["status"] == "active"
 
 
 def test_an_unknown_slug_is_not_found(client: Client) -> None:

@@ -8,7 +8,8 @@
    and usable once. The answer never contains it: only the mailbox owner learns it.
 3. ``POST /v1/join/:programSlug/confirm`` — :func:`confirm_signup`: spends the token, creates the
    program affiliate (``active`` when the program auto-approves, otherwise ``pending``), emits
-   ``affiliate.created`` and returns an affiliate key ``key_aff_…``, shown this once.
+   ``affiliate.created`` and returns an affiliate key ``key_aff_…``, shown this once. For an
+   address that is already an affiliate of the program, it issues that affiliate a new key.
 
 Rules chosen here (docs/api.md, "Hosted join"):
 
@@ -17,8 +18,11 @@ Rules chosen here (docs/api.md, "Hosted join"):
 - A paused program still takes signups (it is expected to resume); a disabled program has no join
   page: all three routes answer ``404 program_not_found`` for it.
 - An address that is already an affiliate of the program gets a "you are already a member"
-  message instead of a link, and the same answer as anyone else, so the form cannot be used to
-  find out who the affiliates are.
+  message whose link, confirmed, issues that affiliate a new key, and the same answer as anyone
+  else, so the form cannot be used to find out who the affiliates are. This is how an affiliate
+  the Developer added (``POST /v1/program-affiliates``, which issues no key) gets its first key,
+  and how one that lost its key gets another: the mailbox proves who it is, as at signup. Keys
+  issued before stay valid; the Developer revokes one with ``DELETE /v1/api-keys/:id``.
 - A token that is unknown (or of another program), expired or already used is
   ``400 invalid_signup_token``; the message says which.
 """
@@ -139,8 +143,9 @@ class _Outcome:
     program: Program
     app: App
     accepted: SignupAccepted
-    #: ``None`` when the address is already an affiliate of the program.
-    signup: PendingSignup | None
+    signup: PendingSignup
+    #: The affiliate the address already is in the program, if any: its link issues a new key.
+    member: ProgramAffiliate | None
 
 
 def start_signup(
@@ -155,8 +160,8 @@ def start_signup(
 ) -> SignupAccepted:
     """Record a pending signup and mail its confirmation link (after the commit).
 
-    When the address is already an affiliate of the program, nothing is recorded and the message
-    says so instead; the answer is the same either way.
+    When the address is already an affiliate of the program, the message says so and its link
+    issues a new key instead; the answer is the same either way.
     """
     rules = policy or JoinPolicy()
     address = require_email(email).strip().lower()
@@ -175,8 +180,7 @@ def start_signup(
                 tx, rate_limits.limit_key("join:ip", client_ip), limit=rules.per_ip, window=rules.window
             )
         accepted = SignupAccepted(program_id=program.id, email=address, expires_at=tx.now + rules.token_ttl)
-        if tx.uow.program_affiliates.find_one({"program_id": program.id, "email": address}) is not None:
-            return _Outcome(program=program, app=app, accepted=accepted, signup=None)
+        member = tx.uow.program_affiliates.find_one({"program_id": program.id, "email": address})
         signup = PendingSignup(
             id=tx.new_id("sgn"),
             app_id=program.app_id,
@@ -188,11 +192,11 @@ def start_signup(
             created_at=tx.now,
         )
         tx.uow.pending_signups.add(signup)
-        return _Outcome(program=program, app=app, accepted=accepted, signup=signup)
+        return _Outcome(program=program, app=app, accepted=accepted, signup=signup, member=member)
 
     outcome = rt.transaction(work)
-    if outcome.signup is None:
-        message = _already_member_message(outcome.program, outcome.app, address, display)
+    if outcome.member is not None:
+        message = _already_member_message(outcome.program, outcome.app, outcome.member, rules, token)
     else:
         message = _confirmation_message(outcome.program, outcome.app, outcome.signup, rules, token)
     try:
@@ -225,21 +229,29 @@ def _confirmation_message(
     )
 
 
-def _already_member_message(program: Program, app: App, address: str, display: str) -> Message:
+def _already_member_message(
+    program: Program, app: App, member: ProgramAffiliate, rules: JoinPolicy, token: str
+) -> Message:
+    hours = int(rules.token_ttl.total_seconds() // 3600)
     return Message(
-        to=address,
+        to=member.email,
         subject=f"You are already in {program.name}",
         text=(
-            f"Hello {display},\n\n"
+            f"Hello {member.name},\n\n"
             f"Someone, hopefully you, asked to join the {program.name} affiliate program of {app.name} "
             f"with this address, which is already a member. Nothing was changed.\n\n"
-            f"If you lost your affiliate key, ask {app.name} for help.\n"
+            f"To get a new affiliate key (if {app.name} added you, or you lost yours), open this link "
+            f"within {hours} hours:\n\n"
+            f"{rules.link(program.slug, token)}\n\n"
+            f"The link works once; the keys you already have keep working. If you did not ask for "
+            f"this, ignore this message.\n"
         ),
     )
 
 
 def confirm_signup(rt: Runtime, slug: object, token: object) -> Joined:
-    """Spend the token: create the affiliate and its key in one unit of work."""
+    """Spend the token: create the affiliate and its key in one unit of work, or, when the
+    address is an affiliate of the program by then, issue that affiliate a new key."""
     text = require_text(token, param="token", max_length=512)
     hashed = digest(text)
 
@@ -252,7 +264,9 @@ def confirm_signup(rt: Runtime, slug: object, token: object) -> Joined:
             raise InvalidSignupToken("This confirmation token was already used", param="token")
         if signup.expired(tx.now):
             raise InvalidSignupToken("This confirmation token has expired; sign up again", param="token")
-        affiliate = create_affiliate(
+        affiliate = tx.uow.program_affiliates.find_one(
+            {"program_id": program.id, "email": signup.email}
+        ) or create_affiliate(
             tx,
             program_id=program.id,
             app_id=program.app_id,
