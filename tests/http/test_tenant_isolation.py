@@ -395,6 +395,22 @@ def test_lists_show_only_the_callers_own_tenant(client: Client, world: World) ->
         assert expect(client.get(path, b.live_key), 200)["data"] == []
 
 
+def test_an_app_keys_list_of_apps_reads_its_filters_like_any_list(client: Client, world: World) -> None:
+    """It had ignored them: another tenant's organization answered 200 with the key's own App."""
+    a, b = world.a, world.b
+    own = expect(client.get("/v1/apps", b.live_key, organization_id=b.organization_id), 200)
+    assert [x["id"] for x in own["data"]] == [b.app_id] and own["has_more"] is False
+    for organization in (a.organization_id, "org_00000000000000000000000000"):
+        expect(
+            client.get("/v1/apps", b.live_key, organization_id=organization), 404, "organization_not_found"
+        )
+    after_itself = expect(client.get("/v1/apps", b.live_key, starting_after=b.app_id), 200)
+    assert after_itself["data"] == [] and after_itself["has_more"] is False
+    for cursor in (a.app_id, "app_00000000000000000000000000", b.program_id):
+        expect(client.get("/v1/apps", b.live_key, starting_after=cursor), 400, "invalid_starting_after")
+    expect(client.get("/v1/apps", b.live_key, limit="0"), 400, "validation_error")
+
+
 @pytest.mark.parametrize("path", sorted(_ACTIVITY_PATHS))
 def test_an_activity_id_of_the_other_mode_is_a_mode_mismatch(client: Client, world: World, path: str) -> None:
     endpoint = next(e for e in all_endpoints() if e.path == path and e.method == "GET")

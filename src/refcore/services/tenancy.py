@@ -181,12 +181,23 @@ def list_apps(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[App]:
-    """Apps of one organization (sessions), or the key's own App (App keys)."""
+    """Apps of one organization (sessions), or the key's own App (App keys).
+
+    An App key's list is a list of one, read like any other: ``limit`` and ``starting_after``
+    are checked, and ``organization_id`` must name the App's own organization (another is
+    ``404``, as if it did not exist). They had been ignored, so a filter naming another tenant's
+    organization answered ``200`` with the key's App."""
 
     def work(tx: Tx) -> Page[App]:
         if principal.is_app_key and principal.app_id is not None:
             app = tx.uow.apps.get(principal.app_id)
-            return Page(data=[app] if app else [], has_more=False)
+            if app is None:
+                raise NotFound.of("app", principal.app_id)
+            if organization_id is not None and organization_id != app.organization_id:
+                raise NotFound.of("organization", organization_id)
+            return paginate(
+                tx.uow.apps, {"id": app.id}, prefix="app", limit=limit, starting_after=starting_after
+            )
         user_id = _require_session(principal)
         if organization_id is None:
             orgs = [m.organization_id for m in tx.uow.memberships.find_all({"user_id": user_id})]
