@@ -57,6 +57,23 @@ def optional_email(value: object, *, param: str = "email") -> str | None:
     return None if value is None else require_email(value, param=param)
 
 
+def ascii_lower(text: str) -> str:
+    """``text`` lower-cased when it is ASCII, otherwise as it is.
+
+    ``str.lower`` maps one non-ASCII letter onto ASCII: U+212A KELVIN SIGN becomes ``k``. Codes
+    and slugs are ASCII; lower-casing a look-alike first had let ``\u212akk`` be stored as the
+    code ``kkk`` and capture on it."""
+    return text.lower() if text.isascii() else text
+
+
+def require_link_code(value: object) -> str:
+    """A link code as it is stored: 3 to 64 of ``a-z``, ``0-9``, ``_`` and ``-``, any case sent."""
+    code = ascii_lower(require_text(value, param="code", max_length=64))
+    if not LINK_CODE.fullmatch(code):
+        raise ValidationError("code must be 3-64 of a-z, 0-9, _ and -", param="code")
+    return code
+
+
 def require_slug(value: object, *, param: str = "slug") -> str:
     text = require_text(value, param=param, max_length=64)
     if not _SLUG.fullmatch(text):

@@ -175,3 +175,15 @@ def test_a_shortcut_is_refused_where_the_pipeline_reads_something_before_the_bod
             body=body,
             shortcut=tracking.browser_capture,
         )
+
+
+def test_a_look_alike_of_a_code_finds_no_link(client: Client, runtime: Runtime, tenant: Tenant) -> None:
+    """U+212A KELVIN SIGN lower-cases to ``k``: it must not stand for the ``k`` of a code, on
+    the browser's path, the server's, or when a link is made."""
+    path = f"/v1/program-affiliates/{tenant.affiliate_id}/links"
+    expect(client.post(path, tenant.session, {"code": "kiwi"}), 201)
+    look_alike = "\u212aiwi"
+    expect(client.post("/v1/capture", json={"via": look_alike}), 404, "link_not_found")
+    expect(client.post("/v1/capture", tenant.live_key, {"via": look_alike}), 404, "link_not_found")
+    assert _clicks(runtime) == {}
+    expect(client.post(path, tenant.session, {"code": "\u212a\u212a\u212a"}), 400, "validation_error")

@@ -13,6 +13,7 @@ from refcore.services import affiliates, programs, rate_limits, tenancy
 from refcore.services.join import JoinPolicy
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
+from refcore.validation import ascii_lower, require_link_code
 from refcore_memstore import memory_runtime
 
 
@@ -79,3 +80,18 @@ def test_a_rate_limit_window_is_at_most_a_day_so_its_counters_can_be_pruned() ->
     with pytest.raises(ValueError, match="at least one second"):
         JoinPolicy(window=timedelta(0))
     assert JoinPolicy(window=timedelta(days=1)).window == timedelta(days=1)
+
+
+@pytest.mark.parametrize("look_alike", ["\u212akk", "KK\u212a", "ally\u212a"])
+def test_decisions_2_link_code_refuses_the_kelvin_sign_that_lower_cases_to_k(look_alike: str) -> None:
+    """``"\u212a".lower() == "k"``: lower-casing before the check had stored ``kkk``."""
+    with pytest.raises(ValidationError) as refused:
+        require_link_code(look_alike)
+    assert refused.value.param == "code"
+    assert require_link_code(look_alike.replace("\u212a", "K")) == look_alike.replace("\u212a", "k").lower()
+
+
+def test_ascii_lower_leaves_text_that_is_not_ascii_as_it_is() -> None:
+    assert ascii_lower("Ally-Link") == "ally-link"
+    assert ascii_lower("\u212akk") == "\u212akk"
+    assert ascii_lower("\u0130x") == "\u0130x"

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from attrs import evolve
 
-from refcore.errors import Forbidden, NotFound, StateConflict, ValidationError
+from refcore.errors import Forbidden, NotFound, StateConflict
 from refcore.models import AffiliateStatus, Link, ProgramAffiliate
 from refcore.services.affiliates import create_link_in
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal, PrincipalKind
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import LINK_CODE, require_text
+from refcore.validation import require_link_code, require_text
 
 
 def own_affiliate(tx: Tx, principal: Principal, program_id: str) -> ProgramAffiliate:
@@ -38,15 +38,6 @@ def _own_link(tx: Tx, affiliate: ProgramAffiliate, link_id: str, *, for_update: 
     if link is None or link.program_affiliate_id != affiliate.id or link.deleted_at is not None:
         raise NotFound.of("link", link_id)
     return link
-
-
-def _code(value: object) -> str | None:
-    if value is None:
-        return None
-    code = require_text(value, param="code", max_length=64).lower()
-    if not LINK_CODE.fullmatch(code):
-        raise ValidationError("code must be 3-64 of a-z, 0-9, _ and -", param="code")
-    return code
 
 
 def list_own_links(
@@ -77,7 +68,7 @@ def create_own_link(
 ) -> Link:
     """A named link; ``code`` is generated when not given."""
     link_name = require_text(name, param="name")
-    link_code = _code(code)
+    link_code = None if code is None else require_link_code(code)
 
     def work(tx: Tx) -> Link:
         affiliate = own_affiliate(tx, principal, program_id)

@@ -11,7 +11,7 @@ from refcore.services.access import require_program, require_program_affiliate
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import LINK_CODE, optional_text, require_choice, require_email, require_text
+from refcore.validation import optional_text, require_choice, require_email, require_link_code, require_text
 
 
 def emit_affiliate_event(tx: Tx, type: EventType, affiliate: ProgramAffiliate) -> None:
@@ -138,13 +138,6 @@ def enable(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffil
 # -- links -----------------------------------------------------------------------------------
 
 
-def _require_code(value: object) -> str:
-    code = require_text(value, param="code", max_length=64).lower()
-    if not LINK_CODE.fullmatch(code):
-        raise ValidationError("code must be 3-64 of a-z, 0-9, _ and -", param="code")
-    return code
-
-
 def create_link_in(tx: Tx, affiliate: ProgramAffiliate, code: str | None, name: str | None) -> Link:
     """Create a link inside a unit of work; codes are unique installation-wide, case-insensitively."""
     if code is None:
@@ -167,7 +160,7 @@ def create_link_in(tx: Tx, affiliate: ProgramAffiliate, code: str | None, name: 
 def create_link(
     rt: Runtime, principal: Principal, affiliate_id: str, code: object = None, name: object = None
 ) -> Link:
-    link_code = None if code is None else _require_code(code)
+    link_code = None if code is None else require_link_code(code)
     link_name = optional_text(name, param="name")
 
     def work(tx: Tx) -> Link:

@@ -46,7 +46,7 @@ from refcore.services.affiliates import create_affiliate
 from refcore.services.app_profile import current_agreement, current_logo
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import IssuedKey, issue_affiliate_key
-from refcore.validation import require_email, require_text
+from refcore.validation import ascii_lower, require_email, require_text
 
 log = logging.getLogger("refcore.join")
 
@@ -111,7 +111,7 @@ class Joined:
 
 def _joinable_program(tx: Tx, slug: object) -> Program:
     text = require_text(slug, param="programSlug", max_length=64)
-    program = tx.uow.programs.find_one({"slug": text.lower()})
+    program = tx.uow.programs.find_one({"slug": ascii_lower(text)})
     if program is None or program.status is ProgramStatus.DISABLED:
         raise NotFound.of("program", text)
     return program

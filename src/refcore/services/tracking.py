@@ -16,7 +16,7 @@ from refcore.services.access import activity_scope, check_activity
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import principal_in
-from refcore.validation import optional_email, optional_ip_address, optional_text, require_text
+from refcore.validation import ascii_lower, optional_email, optional_ip_address, optional_text, require_text
 
 MAX_URL = 2048
 
@@ -88,7 +88,7 @@ def check_capture_fields(
     cost 0.9 µs of the 25 its event loop spends on it (``bench/history.md``, twenty-sixth
     session)."""
     return PendingCapture(
-        code=require_text(via, param="via", max_length=64).lower(),
+        code=ascii_lower(require_text(via, param="via", max_length=64)),
         caller=caller,
         page=optional_text(page, param="page", max_length=MAX_URL),
         referrer=optional_text(referrer, param="referrer", max_length=MAX_URL),
