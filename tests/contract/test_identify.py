@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -57,6 +58,54 @@ def test_interface_2_5_rule_1_an_unknown_click_leaves_the_promotion_code_to_attr
     )
     assert result.referral.attribution_source == "promotion_code"
     assert result.referral.program_affiliate_id == code_owner.id
+
+
+def _disable_the_clicks_affiliate(world: World) -> None:
+    affiliates.disable(world.rt, world.session, world.affiliate.id)
+
+
+def _let_the_click_age_past_its_window(world: World) -> None:
+    world.advance(world.program.attribution_window_days + 1)
+
+
+@pytest.mark.parametrize(
+    "spoil", [_disable_the_clicks_affiliate, _let_the_click_age_past_its_window], ids=["disabled", "aged"]
+)
+def test_interface_2_5_rule_1_a_click_that_cannot_attribute_leaves_the_promotion_code_to_attribute(
+    world: World, spoil: Callable[[World], None]
+) -> None:
+    """Only a *valid* click wins: one that cannot attribute had won unattributed, and the
+    affiliate whose code the customer used lost the commission."""
+    code_owner = world.add_affiliate()
+    click_id = world.capture(LIVE)
+    spoil(world)
+    result = world.identify(
+        click_id,
+        kind=MANAGED,
+        promotion_code="SPRING",
+        program_id=world.program.id,
+        program_affiliate_id=code_owner.id,
+    )
+    assert (result.referral.attribution_source, result.referral.click_id) == ("promotion_code", None)
+    assert result.referral.program_affiliate_id == code_owner.id
+    assert result.referral.attributed
+
+
+def test_interface_2_5_rule_1_when_neither_can_attribute_the_click_stays_unattributed(world: World) -> None:
+    code_owner = world.add_affiliate()
+    affiliates.disable(world.rt, world.session, code_owner.id)
+    click_id = world.capture(LIVE)
+    world.advance(world.program.attribution_window_days + 1)
+    result = world.identify(
+        click_id,
+        kind=MANAGED,
+        promotion_code="SPRING",
+        program_id=world.program.id,
+        program_affiliate_id=code_owner.id,
+    )
+    assert (result.referral.attribution_source, result.referral.click_id) == ("click", click_id)
+    assert result.referral.program_affiliate_id == world.affiliate.id
+    assert not result.referral.attributed
 
 
 @pytest.mark.parametrize("mode", [LIVE, TEST])

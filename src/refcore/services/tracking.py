@@ -369,13 +369,26 @@ def _evidence(
         program, affiliate = found[clicks.program], found[clicks.affiliate]
         assert program is not None and affiliate is not None
         attributed = click_within_window(click, program, tx.now) and may_attribute(program, affiliate, email)
-        return _Evidence(
+        by_click = _Evidence(
             program_id=program.id,
             program_affiliate_id=affiliate.id,
             click_id=click.id,
             source="click",
             attributed=attributed,
         )
+        if attributed or code is None:
+            return by_click
+        # Interface 2.5 rule 1: a *valid* click wins. One that cannot attribute (outside its
+        # window, its affiliate or program not earning, a self-referral) leaves the decision to
+        # the code, direct evidence of its own; it had won unattributed and lost the code's
+        # affiliate the commission. If the code cannot attribute either, the click stays.
+        by_code = _code_evidence(tx, scope, request, email)
+        return by_code if by_code.attributed else by_click
+    return _code_evidence(tx, scope, request, email)
+
+
+def _code_evidence(tx: Tx, scope: Scope, request: IdentifyRequest, email: str | None) -> _Evidence:
+    """Attribution by promotion code to the program and affiliate the request names."""
     assert request.program_id is not None and request.program_affiliate_id is not None
     program = tx.uow.programs.get(request.program_id)
     if program is None or program.app_id != scope.app_id:
