@@ -139,6 +139,19 @@ def test_interface_3_1_terminal_won_or_withdrawn_before_opened_is_accepted(
     assert world.refund(pay, A).created
 
 
+@pytest.mark.parametrize("outcome", ["won", "withdrawn"])
+def test_interface_3_1_terminal_won_or_withdrawn_before_opened_is_at_most_the_payment(
+    world: World, outcome: str
+) -> None:
+    """It consumes nothing, but no dispute is larger than what was charged: one of 2**31 - 1 on a
+    payment of A had been recorded. The whole amount, after a refund, is still accepted."""
+    pay = paid(world)
+    world.refund(pay, A // 2)
+    with world.rejects("amount_exceeds_payment"):
+        world.dispute("dp_big", pay, outcome, A + 1)
+    assert world.dispute("dp_all", pay, outcome, A).created
+
+
 def test_interface_3_1_terminal_lost_before_opened_reverses_and_consumes(world: World) -> None:
     pay = paid(world)
 

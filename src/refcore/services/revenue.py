@@ -38,7 +38,7 @@ from refcore.ports.lookups import FieldOf, Lookup
 from refcore.representation import represent
 from refcore.rules import disputes as dispute_rules
 from refcore.rules.commission import commission_for_payment
-from refcore.rules.consumption import require_within_payment
+from refcore.rules.consumption import require_dispute_within_payment, require_within_payment
 from refcore.rules.earning import payment_earns
 from refcore.rules.money import is_iso_4217, require_amount, require_currency_format, require_iso_4217
 from refcore.services.access import check_activity
@@ -448,6 +448,8 @@ def _open_dispute(
         raise DisputeConflict(f"A dispute cannot start as {status.value}", param="status")
     if dispute_rules.consumes(status):
         require_within_payment(payment, amount)
+    else:
+        require_dispute_within_payment(payment, amount)
     dispute = Dispute(
         id=tx.new_id("dsp"),
         app_id=scope.app_id,
