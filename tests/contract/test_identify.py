@@ -9,7 +9,8 @@ import pytest
 
 from refcore.clocks import ManualClock
 from refcore.models import AffiliateStatus, EventType, KeyKind
-from refcore.services import affiliates, tracking
+from refcore.services import activity, affiliates, tracking
+from refcore.services.activity import ActivityQuery
 from refcore.services.runtime import Runtime
 from refcore.services.tracking import IdentifyRequest
 from tests.contract.scenario import LIVE, TEST, World, build_world
@@ -371,3 +372,16 @@ def test_decisions_3_code_attribution_follows_the_same_rules_as_clicks(world: Wo
 def test_decisions_1_managed_revenue_keys_identify_like_app_keys(world: World) -> None:
     result = world.identify(world.capture(), kind=MANAGED)
     assert result.referral.attributed and result.referral.attribution_source == "click"
+
+
+def test_decisions_3_a_customer_known_only_by_e_mail_is_found_whatever_its_case(world: World) -> None:
+    """``Case_x@X.example`` then ``case_x@x.example`` had made two customers with a referral
+    each, the second bypassing "first attribution wins"; addresses are kept lower-case."""
+    first = world.identify(world.capture(), email="Case_x@X.example")
+    again = world.identify(world.capture(), email="case_x@x.EXAMPLE")
+    assert (first.created, again.created) == (True, False)
+    assert again.customer.id == first.customer.id and again.referral.id == first.referral.id
+    assert first.customer.email == "case_x@x.example"
+    query = ActivityQuery(filters={"email": "CASE_X@x.example"})
+    listed = activity.list_customers(world.rt, world.key(LIVE), query)
+    assert [c.id for c in listed.data] == [first.customer.id]

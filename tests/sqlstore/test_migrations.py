@@ -7,18 +7,19 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy import Connection, Engine, insert, inspect, select, text
 
 from refcore_sqlstore import SqlStore
 from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.migrate import alembic_config
-from refcore_sqlstore.tables import metadata
+from refcore_sqlstore.tables import customers, metadata
 
 HEAD = ScriptDirectory.from_config(alembic_config()).get_current_head()
 
@@ -154,3 +155,39 @@ def test_a_database_is_behind_until_every_shipped_migration_is_applied(empty_dat
         assert not store.schema_is_current()
     finally:
         store.dispose()
+
+
+def test_migration_0008_lower_cases_the_customers_e_mail_addresses(empty_database_url: str) -> None:
+    """Identify keeps addresses lower-case from 0008 on and finds an e-mail-only customer by its
+    address: one stored as ``Case@X.example`` before must be found as ``case@x.example`` after.
+
+    In one rolled-back transaction (DDL is transactional on both databases), so the made-up App
+    of the rows never meets the deferred foreign keys."""
+    rows = {"rcus_upper": "Case@X.Example", "rcus_lower": "low@x.example", "rcus_none": None}
+    engine = _engine(empty_database_url)
+    try:
+        with engine.connect() as connection:
+            transaction = connection.begin()
+            command.upgrade(alembic_config(connection), "0007_money_sums")
+            for customer_id, email in rows.items():
+                connection.execute(
+                    insert(customers).values(
+                        id=customer_id,
+                        app_id="app_made_up",
+                        mode="live",
+                        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+                        email=email,
+                    )
+                )
+            command.upgrade(alembic_config(connection), "0008_customer_emails")
+            stored = dict(connection.execute(select(customers.c.id, customers.c.email)).all())
+            assert stored == {
+                "rcus_upper": "case@x.example",
+                "rcus_lower": "low@x.example",
+                "rcus_none": None,
+            }
+            command.downgrade(alembic_config(connection), "0007_money_sums")  # keeps them lower-case
+            assert dict(connection.execute(select(customers.c.id, customers.c.email)).all()) == stored
+            transaction.rollback()
+    finally:
+        engine.dispose()

@@ -159,6 +159,8 @@ def _filter_value(tx: Tx, scope: Scope, name: str, value: str) -> object:
         return require_activity(tx.uow.payments, "transaction", value, scope).id
     if name == "status":
         return require_choice(value, DisputeStatus, param="status")
+    if name == "email":
+        return value.lower()  # stored lower-case, as identify keeps it
     return value
 
 

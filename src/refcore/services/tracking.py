@@ -237,7 +237,11 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
         )
     click_id = optional_text(request.click_id, param="click_id")
     external_id = optional_text(request.external_customer_id, param="external_customer_id")
+    # Lower-case, as every address refcore keeps (affiliates, users, signups): a customer known
+    # only by e-mail is found by it, and ``Case@X.example`` had become a second customer, with
+    # a referral of its own, beside ``case@x.example``.
     email = optional_email(request.email)
+    email = None if email is None else email.lower()
     code = optional_text(request.promotion_code, param="promotion_code")
     if external_id is None and email is None:
         raise ValidationError("external_customer_id or email is required", param="external_customer_id")
