@@ -274,6 +274,22 @@ def test_mark_paid_without_a_batch_records_a_completed_execution(pw: PayoutWorld
     assert _code(pw.mark_paid) == "state_conflict"
 
 
+def test_mark_paid_refuses_an_affiliate_whose_payout_waits_in_a_prepared_batch(pw: PayoutWorld) -> None:
+    """One payout in flight per affiliate: mark-paid had paid the money earned after the batch
+    as a second payout beside the prepared one. Once the batch is dispatched, it completes that
+    payout, as it completes any ready one."""
+    pw.earn(10_000)
+    pw.past_hold()
+    batch = pw.prepare()
+    pw.earn(5_000)
+    pw.past_hold()
+    assert _code(pw.mark_paid) == "state_conflict"
+    assert pw.events(EventType.PAYOUT_SUCCEEDED) == []
+    [execution] = pw.dispatch(batch.id).executions
+    assert pw.mark_paid().id == execution.id
+    assert pw.balance().paid == 2000  # the batch's payout; the 1,000 earned after waits for the next
+
+
 def test_mark_paid_needs_a_session_or_a_live_app_key(pw: PayoutWorld) -> None:
     pw.earn(10_000)
     pw.past_hold()

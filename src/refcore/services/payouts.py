@@ -189,6 +189,14 @@ def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> P
             execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
             if execution is not None and execution.status is PayoutExecutionStatus.READY:
                 return complete(tx, execution, idempotency_key=None, manual=True)
+        prepared = tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id})
+        if prepared is not None:
+            # One payout in flight per affiliate (docs/payouts.md): a payout of the money that
+            # came after the batch had been recorded beside the prepared one, two at once.
+            raise StateConflict(
+                f"Program affiliate {affiliate.id} has a payout in the prepared batch "
+                f"{prepared.batch_id}; dispatch the batch, then mark that payout paid"
+            )
         funds = funds_of(tx, affiliate.id)
         if not is_ready(funds.balance.available, program.minimum_payout):
             raise StateConflict(
