@@ -385,3 +385,17 @@ def test_decisions_3_a_customer_known_only_by_e_mail_is_found_whatever_its_case(
     query = ActivityQuery(filters={"email": "CASE_X@x.example"})
     listed = activity.list_customers(world.rt, world.key(LIVE), query)
     assert [c.id for c in listed.data] == [first.customer.id]
+
+
+@pytest.mark.parametrize("param", ["program_id", "program_affiliate_id"])
+def test_interface_2_5_program_and_affiliate_are_sent_only_with_a_promotion_code(
+    world: World, param: str
+) -> None:
+    """Without a code they decide nothing (the click names the program) and had been ignored,
+    even when they named another tenant's program: the caller is told, and nothing is made."""
+    stranger = build_world(world.rt, world.clock)
+    named = {"program_id": stranger.program.id, "program_affiliate_id": stranger.affiliate.id}[param]
+    click_id = world.capture(LIVE)
+    with world.rejects("validation_error", param):
+        world.identify(click_id, kind=MANAGED, **{param: named})  # type: ignore[arg-type]
+    assert world.rt.read(lambda tx: tx.uow.customers.find_all({})) == []

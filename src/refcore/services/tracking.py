@@ -250,6 +250,16 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
     if code is not None:
         require_text(request.program_id, param="program_id")
         require_text(request.program_affiliate_id, param="program_affiliate_id")
+    else:
+        # Interface 2.5: both are "sent with promotion_code". Without one they decide nothing
+        # (the click names the program), and had been ignored, even another tenant's IDs: a
+        # caller that believed it chose the program is told instead.
+        for param, value in (
+            ("program_id", request.program_id),
+            ("program_affiliate_id", request.program_affiliate_id),
+        ):
+            if value is not None:
+                raise ValidationError(f"{param} is sent only with promotion_code", param=param)
 
     def work(tx: Tx) -> Identified:
         # The click with its program and affiliate, and a customer known by external ID with
