@@ -8,11 +8,11 @@ from datetime import timedelta
 import pytest
 
 from refcore.clocks import ManualClock
-from refcore.models import AffiliateStatus, EventType, KeyKind
+from refcore.models import AffiliateStatus, EventType, KeyKind, ProgramAffiliate
 from refcore.services import activity, affiliates, tracking
 from refcore.services.activity import ActivityQuery
 from refcore.services.runtime import Runtime
-from refcore.services.tracking import IdentifyRequest
+from refcore.services.tracking import Identified, IdentifyRequest
 from tests.contract.scenario import LIVE, TEST, World, build_world
 
 MANAGED = KeyKind.MANAGED_REVENUE
@@ -27,6 +27,17 @@ def clicks(world: World) -> list[object]:
     return world.rt.read(lambda tx: tx.uow.clicks.find_all({}))
 
 
+def identify_by_code(world: World, click_id: str | None, code_owner: ProgramAffiliate) -> Identified:
+    """A managed key's identify with the click (if any) and the code ``SPRING`` of ``code_owner``."""
+    return world.identify(
+        click_id,
+        kind=MANAGED,
+        promotion_code="SPRING",
+        program_id=world.program.id,
+        program_affiliate_id=code_owner.id,
+    )
+
+
 # -- interface 2.5 -----------------------------------------------------------------------------
 
 
@@ -34,13 +45,7 @@ def test_interface_2_5_rule_1_a_valid_click_wins_over_a_promotion_code(world: Wo
     code_owner = world.add_affiliate()
     click_id = world.capture(LIVE)
 
-    result = world.identify(
-        click_id,
-        kind=MANAGED,
-        promotion_code="SPRING",
-        program_id=world.program.id,
-        program_affiliate_id=code_owner.id,
-    )
+    result = identify_by_code(world, click_id, code_owner)
 
     assert result.referral.attribution_source == "click"
     assert result.referral.click_id == click_id
@@ -50,13 +55,7 @@ def test_interface_2_5_rule_1_a_valid_click_wins_over_a_promotion_code(world: Wo
 
 def test_interface_2_5_rule_1_an_unknown_click_leaves_the_promotion_code_to_attribute(world: World) -> None:
     code_owner = world.add_affiliate()
-    result = world.identify(
-        "clk_01unknown",
-        kind=MANAGED,
-        promotion_code="SPRING",
-        program_id=world.program.id,
-        program_affiliate_id=code_owner.id,
-    )
+    result = identify_by_code(world, "clk_01unknown", code_owner)
     assert result.referral.attribution_source == "promotion_code"
     assert result.referral.program_affiliate_id == code_owner.id
 
@@ -80,13 +79,7 @@ def test_interface_2_5_rule_1_a_click_that_cannot_attribute_leaves_the_promotion
     code_owner = world.add_affiliate()
     click_id = world.capture(LIVE)
     spoil(world)
-    result = world.identify(
-        click_id,
-        kind=MANAGED,
-        promotion_code="SPRING",
-        program_id=world.program.id,
-        program_affiliate_id=code_owner.id,
-    )
+    result = identify_by_code(world, click_id, code_owner)
     assert (result.referral.attribution_source, result.referral.click_id) == ("promotion_code", None)
     assert result.referral.program_affiliate_id == code_owner.id
     assert result.referral.attributed
@@ -97,13 +90,7 @@ def test_interface_2_5_rule_1_when_neither_can_attribute_the_click_stays_unattri
     affiliates.disable(world.rt, world.session, code_owner.id)
     click_id = world.capture(LIVE)
     world.advance(world.program.attribution_window_days + 1)
-    result = world.identify(
-        click_id,
-        kind=MANAGED,
-        promotion_code="SPRING",
-        program_id=world.program.id,
-        program_affiliate_id=code_owner.id,
-    )
+    result = identify_by_code(world, click_id, code_owner)
     assert (result.referral.attribution_source, result.referral.click_id) == ("click", click_id)
     assert result.referral.program_affiliate_id == world.affiliate.id
     assert not result.referral.attributed
