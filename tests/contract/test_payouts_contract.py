@@ -137,3 +137,43 @@ def test_a_payout_request_made_while_mark_paid_pays_its_money_is_closed_as_paid(
         execution.id,
     )
     assert pw.balance() == Balance(paid=2000)
+
+
+def test_a_payout_request_made_while_a_batch_is_prepared_is_paid_by_that_batch(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch names the open request whose money it froze (docs/payouts.md), under the
+    affiliate's row lock. The request here is held after its read of the balance while the
+    batch is prepared: the batch must wait for it, name it, and its payout close it as paid."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    pw.earn(10_000)
+    pw.past_hold()
+    principal, _ = affiliate_key(runtime, pw.world.affiliate)
+    request_read_the_balance, request_may_go_on = threading.Event(), threading.Event()
+    real_funds_of = payout_requests.funds_of
+
+    def held_funds_of(tx: Tx, program_affiliate_id: str) -> Any:
+        funds = real_funds_of(tx, program_affiliate_id)
+        request_read_the_balance.set()
+        assert request_may_go_on.wait(10)
+        return funds
+
+    monkeypatch.setattr(payout_requests, "funds_of", held_funds_of)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        requested = pool.submit(pw.request, principal)
+        assert request_read_the_balance.wait(10)
+        prepared = pool.submit(pw.prepare)
+        with contextlib.suppress(TimeoutError):
+            prepared.result(timeout=0.5)  # returns here only if the batch did not wait
+        request_may_go_on.set()
+        request, batch = requested.result(timeout=10), prepared.result(timeout=10)
+
+    [execution] = pw.dispatch(batch.id).executions
+    pw.report(execution.id, "succeeded", "k1")
+    [stored] = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
+    assert (stored.id, stored.amount, stored.status, stored.payout_execution_id) == (
+        request.id,
+        2000,
+        PayoutRequestStatus.PAID,
+        execution.id,
+    )

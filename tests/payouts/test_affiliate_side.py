@@ -127,6 +127,50 @@ def test_the_next_succeeded_payout_closes_the_open_request_as_paid(pw: PayoutWor
     )
 
 
+def _request_of(pw: PayoutWorld, key: Principal, request_id: str) -> Any:
+    return next(r for r in payout_requests.list_payout_requests(pw.rt, key).data if r.id == request_id)
+
+
+def test_a_batch_pays_the_request_made_before_it_and_only_that_one(pw: PayoutWorld, key: Principal) -> None:
+    """A request made while a payout is in flight asks for money that came later: that payout's
+    success had closed it as paid, and the money it asked for stayed unpaid, out of the queue."""
+    pw.earn(10_000)
+    pw.past_hold()
+    before = pw.request(key)
+    batch = pw.prepare()
+    [execution] = pw.dispatch(batch.id).executions
+    assert _request_of(pw, key, before.id).payout_execution_id == execution.id  # promised, still open
+    pw.report(execution.id, "succeeded", "first")
+    assert _request_of(pw, key, before.id).status is PayoutRequestStatus.PAID
+
+    pw.earn(5_000)
+    pw.past_hold()
+    second_batch = pw.prepare()  # freezes those 1,000
+    pw.earn(5_000)
+    pw.past_hold()
+    during = pw.request(key)  # for the 1,000 earned since
+    assert (during.amount, during.payout_execution_id) == (1000, None)
+    [in_flight] = pw.dispatch(second_batch.id).executions
+    pw.report(in_flight.id, "succeeded", "second")
+    assert _request_of(pw, key, during.id).status is PayoutRequestStatus.OPEN
+    paid_later = pw.mark_paid()
+    closed = _request_of(pw, key, during.id)
+    assert (closed.status, closed.payout_execution_id) == (PayoutRequestStatus.PAID, paid_later.id)
+
+
+def test_a_failed_payout_leaves_its_request_open_for_the_next(pw: PayoutWorld, key: Principal) -> None:
+    pw.earn(10_000)
+    pw.past_hold()
+    request = pw.request(key)
+    batch = pw.prepare()
+    [execution] = pw.dispatch(batch.id).executions
+    pw.report(execution.id, "failed", "bounced")
+    reopened = _request_of(pw, key, request.id)
+    assert (reopened.status, reopened.payout_execution_id) == (PayoutRequestStatus.OPEN, None)
+    paid = pw.mark_paid()
+    assert _request_of(pw, key, request.id).payout_execution_id == paid.id
+
+
 def test_requests_are_listed_per_caller(pw: PayoutWorld, key: Principal) -> None:
     other = pw.world.add_affiliate()
     other_key = affiliate_key(pw.rt, other)[0]

@@ -285,7 +285,13 @@ def test_mark_paid_refuses_an_affiliate_whose_payout_waits_in_a_prepared_batch(p
     pw.past_hold()
     assert _code(pw.mark_paid) == "state_conflict"
     assert pw.events(EventType.PAYOUT_SUCCEEDED) == []
+    # Nor is it listed as ready (in the CSV either): it had shown the 1,000 earned since, a
+    # payout no one could then record, and the 2,000 frozen in the batch nowhere.
+    assert pw.ready() == []
+    assert payouts.ready_payouts_csv(pw.rt, pw.world.session, pw.world.program.id).count("\n") == 1
     [execution] = pw.dispatch(batch.id).executions
+    [ready] = pw.ready()
+    assert (ready.amount, ready.execution) == (2000, execution)
     assert pw.mark_paid().id == execution.id
     assert pw.balance().paid == 2000  # the batch's payout; the 1,000 earned after waits for the next
 

@@ -4,9 +4,17 @@ The service never moves money. An execution records one payout to one affiliate;
 payout system (or a person, through mark-paid) says whether the money went out:
 
 - ``succeeded``: its entries become ``paid`` (``commission.paid`` each) and ``payout.succeeded``
-  is emitted; the affiliate's open payout request, if any, is closed as ``paid``.
+  is emitted; the affiliate's open payout request is closed as ``paid`` if this payout carries
+  its money (:func:`record_success`).
 - ``failed``: its items release their entries (``active_entry_id = None``), which are then
-  available for a later payout, and ``payout.failed`` is emitted.
+  available for a later payout, and ``payout.failed`` is emitted; a request it was to pay stays
+  open for the next payout.
+
+A payout request asks for the money available when it is made. A batch freezes the money
+available when it is prepared, and names the affiliate's open request, made before, as the one
+it pays (:func:`promise_open_request`); a request made while that payout is in flight asks for
+money that came later, and only a later payout closes it. It had been closed by the payout in
+flight, whose money was not its own, and left the Developer's queue unpaid.
 
 Reports carry an ``Idempotency-Key``. The execution row is locked (``for_update``) before its
 state is read, so two reports racing across server processes apply one after the other: the
@@ -26,6 +34,7 @@ from refcore.models.payout import (
     PayoutExecution,
     PayoutExecutionStatus,
     PayoutItem,
+    PayoutRequest,
     PayoutRequestStatus,
 )
 from refcore.payout_representation import represent_instructions
@@ -119,11 +128,15 @@ def record_success(tx: Tx, execution: PayoutExecution) -> None:
     # that it finds and closes it; and a request made after waits for this payout and finds
     # the money paid. Without it, on PostgreSQL each missed the other's uncommitted row, and
     # the request stayed open for a balance already paid.
-    tx.uow.program_affiliates.get(execution.program_affiliate_id, for_update=True)
-    request = tx.uow.payout_requests.find_one(
-        {"open_program_affiliate_id": execution.program_affiliate_id}, for_update=True
+    request = _open_request_locked(tx, execution.program_affiliate_id)
+    # A batch's payout closes the request it was prepared to pay; mark-paid's own payout
+    # (no batch) pays everything available under the same lock, so any request not promised
+    # to a payout still in flight.
+    pays_request = request is not None and (
+        request.payout_execution_id == execution.id
+        or (execution.batch_id is None and request.payout_execution_id is None)
     )
-    if request is not None:
+    if request is not None and pays_request:
         tx.uow.payout_requests.replace(
             evolve(
                 request,
@@ -133,6 +146,36 @@ def record_success(tx: Tx, execution: PayoutExecution) -> None:
                 open_program_affiliate_id=None,
             )
         )
+
+
+def _open_request_locked(tx: Tx, program_affiliate_id: str) -> PayoutRequest | None:
+    """The affiliate's open payout request, read under the affiliate's row lock (which a request
+    holds while it is made) and its own."""
+    tx.uow.program_affiliates.get(program_affiliate_id, for_update=True)
+    return tx.uow.payout_requests.find_one(
+        {"open_program_affiliate_id": program_affiliate_id}, for_update=True
+    )
+
+
+def promise_open_request(tx: Tx, execution: PayoutExecution) -> None:
+    """Name ``execution`` (just prepared) as the payout of the affiliate's open request, if any.
+
+    The request was made before the batch, so the batch froze its money: this payout's success
+    closes it (:func:`record_success`), its failure leaves it open for the next. Under the
+    affiliate's row lock, so that a request being made either commits first and is named here,
+    or waits and then asks only for what the batch left available."""
+    request = _open_request_locked(tx, execution.program_affiliate_id)
+    if request is not None and request.payout_execution_id is None:
+        tx.uow.payout_requests.replace(evolve(request, payout_execution_id=execution.id))
+
+
+def _release_promised_request(tx: Tx, execution: PayoutExecution) -> None:
+    """A failed payout's request stays open, promised to no payout, for the next one to pay."""
+    request = tx.uow.payout_requests.find_one(
+        {"open_program_affiliate_id": execution.program_affiliate_id}, for_update=True
+    )
+    if request is not None and request.payout_execution_id == execution.id:
+        tx.uow.payout_requests.replace(evolve(request, payout_execution_id=None))
 
 
 def complete(
@@ -173,6 +216,7 @@ def fail(tx: Tx, execution: PayoutExecution, *, idempotency_key: str, reason: st
     tx.uow.payout_executions.replace(done)
     for item in tx.uow.payout_items.find_all({"execution_id": execution.id}):
         tx.uow.payout_items.replace(evolve(item, active_entry_id=None))
+    _release_promised_request(tx, done)
     tx.emit(EventType.PAYOUT_FAILED, app_id=execution.app_id, livemode=True, data=represent(done))
     return done
 

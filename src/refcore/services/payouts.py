@@ -40,7 +40,12 @@ from refcore.representation import represent
 from refcore.rules.payouts import csv_cell, is_ready, payout_total
 from refcore.services.pagination import Page, paginate, require_limit
 from refcore.services.payout_access import operator_program, require_live, require_operator_kind
-from refcore.services.payout_executions import complete, create_execution, record_success
+from refcore.services.payout_executions import (
+    complete,
+    create_execution,
+    promise_open_request,
+    record_success,
+)
 from refcore.services.payout_state import funds_of
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
@@ -75,18 +80,19 @@ class ReadyPayout:
 # -- ready payouts ---------------------------------------------------------------------------
 
 
-def ready_execution_of(tx: Tx, program_affiliate_id: str) -> PayoutExecution | None:
-    """The affiliate's oldest ``ready`` execution."""
-    return tx.uow.payout_executions.find_one(
-        {"program_affiliate_id": program_affiliate_id, "status": PayoutExecutionStatus.READY}
-    )
-
-
 def ready_payout_of(tx: Tx, program: Program, affiliate: ProgramAffiliate) -> ReadyPayout | None:
+    """The affiliate's ready payout: its dispatched (``ready``) execution, or, with no payout in
+    flight, its available balance when that reaches the program's minimum.
+
+    An affiliate whose payout waits in a *prepared* batch has none: neither mark-paid nor another
+    batch can pay it until that batch is dispatched, and the list and the CSV had shown the money
+    earned since as a payout that no one could then record (the frozen one appeared nowhere)."""
+    in_flight = tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id})
+    if in_flight is not None and in_flight.status is not PayoutExecutionStatus.READY:
+        return None
     details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
-    execution = ready_execution_of(tx, affiliate.id)
-    if execution is not None:
-        return ReadyPayout(affiliate, execution.amount, execution.currency, execution, details)
+    if in_flight is not None:
+        return ReadyPayout(affiliate, in_flight.amount, in_flight.currency, in_flight, details)
     available = funds_of(tx, affiliate.id).balance.available
     if is_ready(available, program.minimum_payout):
         return ReadyPayout(affiliate, available, program.currency, None, details)
@@ -242,9 +248,10 @@ def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> Payo
         )
         tx.uow.payout_batches.add(batch)
         for affiliate, entries in plans:
-            create_execution(
+            execution, _items = create_execution(
                 tx, program, affiliate, entries, status=PayoutExecutionStatus.PREPARED, batch_id=batch.id
             )
+            promise_open_request(tx, execution)
         return batch
 
     return rt.transaction(work)
