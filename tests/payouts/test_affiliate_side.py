@@ -6,11 +6,14 @@ from typing import Any
 
 import pytest
 
+from refcore.clocks import ManualClock
 from refcore.errors import RefcoreError
 from refcore.models.payout import PayoutMethod, PayoutRequestStatus
 from refcore.services import payout_accounts, payout_requests
 from refcore.services.principal import Principal
-from tests.payouts.world import PayoutWorld, affiliate_key
+from refcore.services.runtime import Runtime
+from tests.contract.scenario import build_world
+from tests.payouts.world import PayoutWorld, affiliate_key, build_payout_world
 
 
 @pytest.fixture
@@ -102,6 +105,21 @@ def test_a_request_asks_for_the_current_available_balance(pw: PayoutWorld, key: 
     assert _fails(lambda: pw.request(key)) == ("state_conflict", None)
 
 
+def test_a_request_below_the_programs_minimum_payout_is_refused(rt: Runtime, clock: ManualClock) -> None:
+    """No payout could pay it (batches and mark-paid need the minimum): it had stayed open
+    until the Developer declined it."""
+    pw = build_payout_world(rt, clock, minimum_payout=2001)
+    key = affiliate_key(pw.rt, pw.world.affiliate)[0]
+    pw.earn(10_000)
+    pw.past_hold()
+    code, _ = _fails(lambda: pw.request(key))
+    assert code == "state_conflict"
+    assert payout_requests.list_payout_requests(pw.rt, key).data == []
+    pw.earn(5)  # 2001 available: enough
+    pw.past_hold()
+    assert pw.request(key).amount == 2001
+
+
 def test_a_developer_declines_an_open_request_once(pw: PayoutWorld, key: Principal) -> None:
     pw.earn(10_000)
     pw.past_hold()
@@ -169,6 +187,19 @@ def test_a_failed_payout_leaves_its_request_open_for_the_next(pw: PayoutWorld, k
     assert (reopened.status, reopened.payout_execution_id) == (PayoutRequestStatus.OPEN, None)
     paid = pw.mark_paid()
     assert _request_of(pw, key, request.id).payout_execution_id == paid.id
+
+
+def test_a_filter_naming_another_tenants_affiliate_is_not_found(pw: PayoutWorld, key: Principal) -> None:
+    stranger = build_world(pw.rt, pw.world.clock)
+    for named in (stranger.affiliate.id, "aff_00000000000000000000000000"):
+        for principal, program in ((pw.world.session, pw.world.program.id), (pw.live_key, None)):
+            with pytest.raises(RefcoreError) as refused:
+                payout_requests.list_payout_requests(
+                    pw.rt, principal, program_id=program, program_affiliate_id=named
+                )
+            assert refused.value.code == "program_affiliate_not_found"
+    own = payout_requests.list_payout_requests(pw.rt, pw.live_key, program_affiliate_id=pw.world.affiliate.id)
+    assert own.data == []
 
 
 def test_requests_are_listed_per_caller(pw: PayoutWorld, key: Principal) -> None:

@@ -17,6 +17,8 @@ from attrs import evolve
 
 from refcore.errors import NotFound, StateConflict, ValidationError
 from refcore.models.payout import PayoutRequest, PayoutRequestStatus
+from refcore.rules.payouts import is_ready
+from refcore.services.access import require_program_affiliate
 from refcore.services.pagination import Page, paginate
 from refcore.services.payout_access import (
     is_affiliate,
@@ -45,6 +47,13 @@ def create_payout_request(rt: Runtime, principal: Principal, program_id: object)
         available = funds_of(tx, affiliate.id).balance.available
         if available <= 0:
             raise StateConflict("Nothing is available to pay out yet")
+        if not is_ready(available, program.minimum_payout):
+            # No payout could pay it (a batch and mark-paid need the minimum too): it would
+            # only sit open until the Developer declined it.
+            raise StateConflict(
+                f"The available balance, {available}, is below the program's minimum payout, "
+                f"{program.minimum_payout}"
+            )
         request = PayoutRequest(
             id=tx.new_id("preq"),
             app_id=affiliate.app_id,
@@ -95,7 +104,11 @@ def list_payout_requests(
             else:
                 raise ValidationError("program_id is required", param="program_id")
             if program_affiliate_id is not None:
-                where["program_affiliate_id"] = program_affiliate_id
+                # Another tenant's affiliate, or none, is 404 like any filter naming what the
+                # caller may not see; it had answered an empty list.
+                where["program_affiliate_id"] = require_program_affiliate(
+                    tx, principal, program_affiliate_id
+                ).id
         return paginate(
             tx.uow.payout_requests, where, prefix="preq", limit=limit, starting_after=starting_after
         )
