@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from stdnum import exceptions as stdnum_errors
+from stdnum import iban
+
 from refcore.errors import ValidationError
 from refcore.models import CommissionEntry, EntryStatus
 from refcore.models.payout import PayoutMethod
@@ -18,6 +21,8 @@ from refcore.models.payout import PayoutMethod
 #: Characters that make a spreadsheet treat a cell as a formula (OWASP "CSV injection").
 _FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
+#: The shape every IBAN has, checked first so that the message for text that is no IBAN at all
+#: stays the plain one; :func:`normalise_iban` then checks the country's own rules.
 _IBAN = re.compile(r"^[A-Z]{2}[0-9]{2}[A-Z0-9]{10,30}$")
 
 
@@ -48,11 +53,21 @@ def csv_cell(value: str) -> str:
 
 
 def normalise_iban(value: str) -> str:
-    """Upper case without spaces; refuses anything that is not shaped like an IBAN."""
-    compact = re.sub(r"\s+", "", value).upper()
-    if not _IBAN.fullmatch(compact):
+    """Upper case without spaces, once it is a valid IBAN: a country that has IBANs, that
+    country's length and account format, and check digits that hold (ISO 13616, mod 97, by
+    python-stdnum's registry). A shape alone had let ``DE00…`` (check digits that never hold),
+    ``XX…`` and a German IBAN five digits too long be saved, and paid to.
+
+    ASCII only, checked before upper-casing: ``str.upper`` turns U+017F LATIN SMALL LETTER LONG
+    S into ``S`` and the ligature U+FB06 into ``ST``, which had made ``\u017fE89…`` a Swedish
+    IBAN."""
+    compact = re.sub(r"\s+", "", value)
+    if not compact.isascii() or not _IBAN.fullmatch(compact := compact.upper()):
         raise ValidationError("iban must be an IBAN (country code, check digits, account)", param="iban")
-    return compact
+    try:
+        return str(iban.validate(compact))
+    except stdnum_errors.ValidationError as refused:
+        raise ValidationError(f"iban is not a valid IBAN: {refused}", param="iban") from None
 
 
 #: The fields each method needs; the others are optional.
