@@ -110,3 +110,16 @@ def test_decisions_9_app_and_mode_scope_the_list(world: World, runtime: Runtime,
     assert [e["id"] for e in world.commissions(limit=100).data] == ids(world)
     assert len(world.commissions(TEST).data) == 1
     assert {e["livemode"] for e in world.commissions(limit=100).data} == {True}
+
+
+@pytest.mark.parametrize(
+    ("filters", "param"),
+    [({"affiliate_id": "aff_x"}, "affiliate_id"), ({"program_affiliate_id": 5}, "program_affiliate_id")],
+)
+def test_decisions_9_a_filter_the_library_does_not_know_is_a_validation_error(
+    world: World, filters: dict[str, object], param: str
+) -> None:
+    """``list_commissions`` had dropped a filter it did not know: a misspelt ``affiliate_id``
+    listed every affiliate's entries to a library caller who meant one."""
+    with world.rejects("validation_error", param):
+        world.commissions(**filters)  # type: ignore[arg-type]

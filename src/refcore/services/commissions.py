@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-from refcore.errors import NotFound
+from refcore.errors import NotFound, ValidationError
 from refcore.models import CommissionEntry
 from refcore.representation import JsonObject, represent_entry
 from refcore.rules.entry_status import Balance, entry_status
@@ -16,6 +16,7 @@ from refcore.services.pagination import Page, paginate
 from refcore.services.payout_state import PayoutStates
 from refcore.services.principal import Principal, PrincipalKind, Scope
 from refcore.services.runtime import Runtime, Tx
+from refcore.validation import require_text
 
 _FILTERS = ("program_id", "program_affiliate_id", "transaction_id")
 
@@ -46,8 +47,19 @@ def list_commissions(
     limit: object = None,
     starting_after: str | None = None,
 ) -> EntryPage:
+    """One page of the commission entries of ``scope``, newest first, each with its status.
+
+    The ledger read under :func:`refcore.services.activity.list_commission_entries` (``GET
+    /v1/commissions``), which checks the caller's scope and that each filter names something in
+    it; here ``scope`` is taken as given. A filter is one of ``program_id``,
+    ``program_affiliate_id`` and ``transaction_id``, with an ID as its value; any other name or
+    value is ``ValidationError``. An unknown name had been dropped without a word, so a
+    misspelt ``affiliate_id`` listed every affiliate's entries."""
     where: dict[str, object] = {"app_id": scope.app_id, "mode": scope.mode}
-    where.update({k: v for k, v in filters.items() if k in _FILTERS})
+    for name, value in filters.items():
+        if name not in _FILTERS:
+            raise ValidationError(f"{name} is not a filter of this list", param=name)
+        where[name] = require_text(value, param=name)
 
     def work(tx: Tx) -> EntryPage:
         page: Page[CommissionEntry] = paginate(
