@@ -95,3 +95,26 @@ def test_ascii_lower_leaves_text_that_is_not_ascii_as_it_is() -> None:
     assert ascii_lower("Ally-Link") == "ally-link"
     assert ascii_lower("\u212akk") == "\u212akk"
     assert ascii_lower("\u0130x") == "\u0130x"
+
+
+@pytest.mark.parametrize(
+    ("values", "param"), [({"hold_dayz": 3}, "hold_dayz"), ({"status": "paused"}, "status")]
+)
+def test_decisions_8_a_program_created_with_a_field_it_does_not_have_is_refused(
+    values: dict[str, object], param: str
+) -> None:
+    """A library caller's misspelt ``hold_dayz`` had been dropped: the program got 30 days."""
+    rt, session, program = _program_with_session()
+    body = {
+        "app_id": program.app_id,
+        "name": "Q",
+        "slug": "q",
+        "currency": "usd",
+        "commission": {"type": "percent", "bps": 1000},
+        **values,
+    }
+    with pytest.raises(ValidationError) as refused:
+        programs.create_program(rt, session, body)
+    assert refused.value.param == param
+    with pytest.raises(ValidationError):
+        programs.create_program(rt, session, None)  # type: ignore[arg-type]

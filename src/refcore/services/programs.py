@@ -79,7 +79,21 @@ def _settings(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: What a new program may be given: what an update may change, and what it keeps for life.
+_CREATABLE = _UPDATABLE | {"app_id", "slug", "currency"}
+
+
 def create_program(rt: Runtime, principal: Principal, values: Mapping[str, Any]) -> Program:
+    """A new ``active`` program of an App (``POST /v1/programs``); ``values`` as its JSON body.
+
+    A name it does not know is ``ValidationError``, as the HTTP body's unknown fields are: a
+    library caller's ``hold_dayz`` had been dropped without a word, and the program made with
+    the default hold of 30 days."""
+    if not isinstance(values, Mapping):
+        raise ValidationError("the program's values must be a mapping of its fields")
+    unknown = sorted(set(values) - _CREATABLE)
+    if unknown:
+        raise ValidationError(f"{unknown[0]} is not a field of a program", param=unknown[0])
     app_id = require_text(values.get("app_id"), param="app_id")
     slug = require_slug(values.get("slug"))
     currency = require_currency(values.get("currency"))
