@@ -10,6 +10,9 @@ import pytest
 
 from refcore.clocks import ManualClock
 from refcore.models import EntryKind, EventType, RevenueSource
+from refcore.services import revenue
+from refcore.services.principal import Scope
+from refcore.services.revenue import PaymentReport
 from refcore.services.runtime import Runtime
 from tests.contract.scenario import LIVE, TEST, World, build_world
 
@@ -290,3 +293,17 @@ def test_interface_4_1_rule_9_source_lock_rechecks_the_processor_under_the_app_l
         world.rt.transaction(work)
     assert world.current_app().live_revenue_source is None
     assert customer is not None
+
+
+def test_a_library_scope_naming_no_app_is_app_not_found(world: World) -> None:
+    """A key's scope always names its App; a library caller's ``Scope`` may not, and revenue
+    for it had failed with a bare ``AssertionError``."""
+    report = PaymentReport(
+        payment_id="pay_nowhere",
+        customer_id=world.referred_customer().customer.id,
+        program_id=world.program.id,
+        amount=1_000,
+        currency="usd",
+    )
+    with world.rejects("app_not_found"):
+        revenue.record_payment(world.rt, Scope(app_id="app_00000000000000000000000000", mode=LIVE), report)

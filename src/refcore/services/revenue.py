@@ -247,8 +247,12 @@ def _app_taking_revenue(tx: Tx, scope: Scope, source: RevenueSource) -> App:
 
 
 def _taking_revenue(app: App | None, scope: Scope, source: RevenueSource) -> App:
-    """The scope's App (read already), if it takes revenue from ``source`` in the scope's mode."""
-    assert app is not None
+    """The scope's App (read already), if it takes revenue from ``source`` in the scope's mode.
+
+    An authenticated key's scope always names an App; a library caller's ``Scope`` may name one
+    that does not exist, which is ``app_not_found`` (it had been a bare ``AssertionError``)."""
+    if app is None:
+        raise NotFound.of("app", scope.app_id)
     _require_revenue_source(app, scope.mode, source)
     return app
 
