@@ -11,11 +11,20 @@ class SystemClock:
         return datetime.now(UTC)
 
 
+def _aware(moment: datetime) -> datetime:
+    """``moment``, if it has a time zone. The clock port promises aware moments: a naive one
+    had been stored as it was by the memory store (and shown in the machine's local time) and
+    refused by SQLite with an opaque ``internal_error``."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"a clock's moments must have a time zone: {moment!r} has none")
+    return moment
+
+
 class ManualClock:
     """A clock that only moves when told to; thread-safe so a test server can share it."""
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._now = start or datetime(2026, 1, 1, tzinfo=UTC)
+        self._now = datetime(2026, 1, 1, tzinfo=UTC) if start is None else _aware(start)
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
@@ -27,5 +36,6 @@ class ManualClock:
             self._now += delta
 
     def set(self, moment: datetime) -> None:
+        _aware(moment)
         with self._lock:
             self._now = moment

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from refcore.clocks import ManualClock
 from refcore.representation import timestamp
 
 _ZONES = st.integers(min_value=-14 * 60, max_value=14 * 60).map(lambda m: timezone(timedelta(minutes=m)))
@@ -27,3 +29,14 @@ def test_a_timestamp_truncates_to_the_millisecond_and_pads_every_field() -> None
     moment = datetime(2026, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=1)))
     assert timestamp(moment) == "2025-12-31T23:30:00.000Z"
     assert timestamp(None) is None
+
+
+def test_a_manual_clock_refuses_a_moment_without_a_time_zone() -> None:
+    """The clock port promises aware moments; a naive start had been stored as local time by
+    the memory store and refused by SQLite with an opaque internal error."""
+    with pytest.raises(ValueError, match="time zone"):
+        ManualClock(datetime(2026, 3, 1))
+    clock = ManualClock(datetime(2026, 3, 1, tzinfo=UTC))
+    with pytest.raises(ValueError, match="time zone"):
+        clock.set(datetime(2026, 3, 2))
+    assert clock.now() == datetime(2026, 3, 1, tzinfo=UTC)
