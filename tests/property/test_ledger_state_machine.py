@@ -475,6 +475,8 @@ class LedgerMachine(RuleBasedStateMachine):
                 expected = "dispute_conflict"
             elif status in ("opened", "lost") and payment.consumed + amount > payment.amount:  # type: ignore[operator]
                 expected = "amount_exceeds_payment"
+            elif amount > payment.amount:  # type: ignore[operator]
+                expected = "amount_exceeds_payment"  # no dispute is larger than its payment
             else:
                 expected = "created"
         elif status == existing[2] or status in PASSED[existing[2]]:
