@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, Self
 
+from refcore.errors import InternalError
 from refcore.models import (
     ApiKey,
     App,
@@ -81,9 +82,13 @@ class MemoryUnitOfWork:
     def __init__(self, database: MemoryDatabase) -> None:
         self._db = database
         self._repos: dict[str, MemoryRepository[Any]] = {}
+        #: Only while the block holds the database lock: a unit of work kept after its block
+        #: had still committed, without the lock that serialises the units of work.
+        self._open = False
 
     def __enter__(self) -> Self:
         self._db.lock.acquire()
+        self._open = True
         for name in self.__annotations__:
             repo: MemoryRepository[Any] = MemoryRepository(
                 self._db.tables[name],
@@ -103,6 +108,7 @@ class MemoryUnitOfWork:
         try:
             self.rollback()
         finally:
+            self._open = False
             self._db.lock.release()
 
     def metrics(self) -> MemoryMetrics:
@@ -121,6 +127,9 @@ class MemoryUnitOfWork:
         return Found(found)
 
     def commit(self) -> None:
+        if not self._open:
+            # A unit of work kept after its block would write without the database lock.
+            raise InternalError("The unit of work is not open")
         for name, repo in self._repos.items():
             repo.flush_into(self._db.tables[name])
 

@@ -63,6 +63,19 @@ def test_memstore_leaving_without_commit_discards_every_write() -> None:
         assert uow.organizations.find_all({}) == [org("org_1")]
 
 
+def test_memstore_a_unit_of_work_kept_after_its_block_cannot_commit() -> None:
+    """It no longer holds the database lock: its commit had landed anyway, unserialised."""
+    db = MemoryDatabase()
+    with MemoryUnitOfWork(db) as kept:
+        pass
+    kept.organizations.add(org("org_late"))
+    with pytest.raises(RefcoreError) as refused:
+        kept.commit()
+    assert refused.value.code == "internal_error"
+    with MemoryUnitOfWork(db) as uow:
+        assert uow.organizations.find_all({}) == []
+
+
 def test_memstore_an_exception_rolls_back_the_whole_transaction() -> None:
     rt = memory_runtime(clock=ManualClock())
 
