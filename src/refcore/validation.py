@@ -25,7 +25,25 @@ def require_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> st
         raise ValidationError(f"{param} must be a non-empty string", param=param)
     if len(value) > max_length:
         raise ValidationError(f"{param} must be at most {max_length} characters", param=param)
+    if "\x00" in value or not value.isascii():
+        require_storable(value, param=param)
     return value
+
+
+def require_storable(text: str, *, param: str) -> None:
+    """``validation_error`` naming ``param`` if ``text`` holds what no store can keep: the NUL
+    character, which PostgreSQL's ``text`` cannot hold (SQLite and the memory store had kept
+    it), or an unpaired UTF-16 surrogate, which no UTF-8 encoder writes (SQLite's driver had
+    raised a bare ``UnicodeEncodeError``). The HTTP layer refuses both where it reads a body;
+    this is the same refusal for a library caller."""
+    if "\x00" in text:
+        raise ValidationError(f"{param} must not contain the NUL character (U+0000)", param=param)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"{param} holds an unpaired UTF-16 surrogate, which is not text", param=param
+        ) from None
 
 
 def optional_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> str | None:

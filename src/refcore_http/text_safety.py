@@ -16,20 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from refcore.errors import ValidationError
+from refcore.validation import require_storable
 
 
 def check_text(text: str, param: str) -> None:
     """``validation_error`` naming ``param`` if ``text`` holds what no store can keep."""
-    if "\x00" in text:
-        raise ValidationError(f"{param} must not contain the NUL character (U+0000)", param=param)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(
-                f"{param} holds an unpaired UTF-16 surrogate, which is not text", param=param
-            ) from None
+    if "\x00" in text or not text.isascii():
+        require_storable(text, param=param)
 
 
 def check_decoded(value: Any, path: str = "") -> None:
