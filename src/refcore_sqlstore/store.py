@@ -116,7 +116,13 @@ class SqlStore:
         """Delete the rows that nothing reads at ``now`` or later: the balance projection's past
         days, hours and minutes and the rate-limit counters of ended windows; how many went. The
         server does it every ``REFCORE_PRUNE_INTERVAL_SECONDS``; any number of processes may do
-        it at once."""
+        it at once.
+
+        Pruning at ``now`` assumes no balance is read again at a moment more than an hour before
+        it (the margin of :mod:`refcore_sqlstore.bucket_pruning`). A library caller whose clock
+        goes back further (a test's :class:`~refcore.clocks.ManualClock` set back a day) reads a
+        balance without the pruned rows, which then disagrees with the entries; prune only with
+        a clock that moves forward, as a real one does."""
         return self.prune_balance_buckets(now) + prune_rate_limit_counters(self._engine, now)
 
     def prune_balance_buckets(self, now: datetime) -> int:
