@@ -386,3 +386,15 @@ def test_interface_2_5_program_and_affiliate_are_sent_only_with_a_promotion_code
     with world.rejects("validation_error", param):
         world.identify(click_id, kind=MANAGED, **{param: named})  # type: ignore[arg-type]
     assert world.rt.read(lambda tx: tx.uow.customers.find_all({})) == []
+
+
+def test_decisions_2_a_deleted_link_takes_no_click_but_its_earlier_clicks_still_attribute(
+    world: World,
+) -> None:
+    link = world.add_link()
+    earlier = world.capture(LIVE, link=link)
+    affiliates.delete_link(world.rt, world.session, world.affiliate.id, link.id)
+    with world.rejects("link_not_found"):
+        world.capture(LIVE, link=link)
+    result = world.identify(earlier)
+    assert result.referral.attributed and result.referral.click_id == earlier
