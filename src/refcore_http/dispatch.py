@@ -114,7 +114,7 @@ def _render(reply: Reply) -> Response:
             reply.text, status_code=reply.status, media_type=reply.media_type, headers=dict(reply.headers)
         )
     if reply.body is None:
-        return Response(status_code=reply.status)
+        return Response(status_code=reply.status, headers=dict(reply.headers))
     return JsonResponse(reply.body, status_code=reply.status)
 
 

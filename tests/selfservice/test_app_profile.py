@@ -176,3 +176,18 @@ def test_uploading_needs_a_credential(client: Client, acme: Tenant) -> None:
         "POST", f"/v1/apps/{acme.app_id}/logo", content=png(), headers={"Content-Type": "image/png"}
     )
     expect(response, 401, "unauthenticated")
+
+
+def test_a_logo_the_client_has_is_not_sent_again(client: Client, acme: Tenant) -> None:
+    """``If-None-Match`` with the logo's ``ETag`` is ``304`` without a body; another tag, or a
+    replaced logo, gets the image."""
+    logo = expect(_upload(client, acme, png(), "image/png"), 200)
+    etag = f'"{logo["sha256"]}"'
+    for sent in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        again = client.request("GET", logo["url"], headers={"If-None-Match": sent})
+        assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", etag), sent
+    changed = client.request("GET", logo["url"], headers={"If-None-Match": '"other"'})
+    assert changed.status_code == 200 and changed.content == png()
+    replaced = expect(_upload(client, acme, jpeg(), "image/jpeg"), 200)
+    fresh = client.request("GET", replaced["url"], headers={"If-None-Match": etag})
+    assert fresh.status_code == 200 and fresh.content == jpeg()

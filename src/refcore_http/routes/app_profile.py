@@ -159,20 +159,35 @@ def remove_logo(call: Call) -> Reply:
 
 
 def show_logo(call: Call) -> Reply:
-    """The image itself, with the type sniffed at upload; never re-sniffed by browsers."""
+    """The image itself, with the type sniffed at upload; never re-sniffed by browsers.
+
+    A client that sends the ``ETag`` it has in ``If-None-Match`` gets ``304`` and no body
+    (RFC 9110 13.1.2): every join page shows the logo, and the ``ETag`` had been sent without
+    ever saving a download."""
     logo = app_profile.public_logo(call.runtime, call.params["id"])
     assert logo.data is not None and logo.content_type is not None
+    etag = f'"{logo.sha256}"'
+    caching = (("ETag", etag), ("Cache-Control", "public, max-age=300"))
+    if _matches(call.headers.get("if-none-match"), etag):
+        return Reply(body=None, status=304, headers=caching)
     return Reply(
         body=None,
         text=logo.data,
         media_type=logo.content_type,
         headers=(
-            ("ETag", f'"{logo.sha256}"'),
-            ("Cache-Control", "public, max-age=300"),
+            *caching,
             ("X-Content-Type-Options", "nosniff"),
             ("Content-Security-Policy", "default-src 'none'"),
         ),
     )
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag`` (weakly: ``W/"…"`` matches too) or is ``*``."""
+    if not if_none_match:
+        return False
+    tags = (tag.strip().removeprefix("W/") for tag in if_none_match.split(","))
+    return any(tag in (etag, "*") for tag in tags)
 
 
 def show_setup_status(call: Call) -> Reply:
