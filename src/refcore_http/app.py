@@ -29,6 +29,7 @@ from refcore_http.routes import affiliates, index, payouts, programs, revenue, t
 from refcore_http.routes import app_profile as app_profile_routes
 from refcore_http.routes import join as join_routes
 from refcore_http.routes import processor as processor_routes
+from refcore_http.routes import session as session_routes
 from refcore_http.settings import Settings
 from refcore_http.webhooks.keys import require_secret_key
 from refcore_http.workers import worker_threads
@@ -39,6 +40,7 @@ AREAS: tuple[Sequence[Endpoint], ...] = (
     tracking.ROUTES,
     revenue.ROUTES,
     tenancy.ROUTES,
+    session_routes.ROUTES,
     programs.ROUTES,
     affiliates.ROUTES,
     webhooks.ROUTES,
@@ -75,12 +77,16 @@ def create_app(
     """The API over ``runtime``. ``extra`` adds endpoints (tests inject failing ones with it).
 
     With ``outbox`` (the server), the webhook dispatcher runs for the app's lifespan; with
-    ``prune`` (the server), the store is pruned every ``prune_interval_seconds``. Without
+    ``prune`` (the server), the store is pruned every ``prune_interval_seconds``. The app
+    judges dashboard sessions by ``settings.session_lifetime``: it sets the runtime's
+    :attr:`~refcore.services.runtime.Runtime.session_lifetime`, which every unit of work that
+    authenticates reads (a capture batch's too), so the setting holds on every path. Without
     ``REFCORE_SECRET_KEY`` only a loopback server starts (with a loud warning): see
     :mod:`refcore_http.webhooks.keys`.
     """
     settings = settings or Settings()
     require_secret_key(settings)
+    runtime.session_lifetime = settings.session_lifetime
     api = describe(all_endpoints(extra))
     workers = worker_threads(settings.worker_threads)
     read_threads = settings.read_threads

@@ -4,6 +4,8 @@ Every command reads the same settings (``REFCORE_*`` environment variables, over
 flags), so ``refcore session`` mints a token in the very database ``refcore serve`` uses.
 Errors an operator can fix (a bad setting, an unreachable database, an invalid e-mail) print one
 line on stderr and exit with status 2; nothing secret is printed except the token asked for.
+``refcore session --end-all`` ends a user's sessions instead; an address no user has exits
+with status 1 (nothing was ended: a mistyped address must not pass for a done offboarding).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from collections.abc import Sequence
 
 import refcore
 from refcore.errors import RefcoreError
-from refcore.services.tenancy import create_session
+from refcore.representation import timestamp
+from refcore.services.tenancy import IssuedSession, end_user_sessions, issue_session
 from refcore_http.logs import access_log_shown, logging_config, redact_credentials
 from refcore_http.settings import DEFAULT_DATABASE_URL, Settings, SettingsError
 from refcore_http.store import MEMORY_URL, OpenStore, StoreUnavailable, open_store
@@ -86,8 +89,9 @@ def serve(args: argparse.Namespace) -> int:
             )
             return 2
         if args.print_session:
-            _user, token = create_session(store.runtime, args.print_session)
-            print(token, flush=True)
+            issued = issue_session(store.runtime, args.print_session)
+            print(issued.token, flush=True)
+            _say_when_it_expires(issued, settings)
         app = create_app(store.runtime, settings, outbox=store.outbox, prune=store.prune)
         prepare_garbage_collector()
         address = f"http://{settings.host}:{settings.port}"
@@ -112,6 +116,8 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def session(args: argparse.Namespace) -> int:
+    """Print a new session's token on stdout (one line, nothing else), or with ``--end-all``
+    end every session of the user and say how many (exit 1 when no user has the address)."""
     settings = _settings(args)
     store = _open(settings)
     try:
@@ -121,11 +127,37 @@ def session(args: argparse.Namespace) -> int:
                 "use `refcore serve --print-session EMAIL` or create the session through the library"
             )
         _migrate_saying_so(store)
-        _user, token = create_session(store.runtime, args.email)
+        if args.end_all:
+            return _end_all(store, args.email)
+        issued = issue_session(store.runtime, args.email)
     finally:
         store.dispose()
-    print(token)
+    print(issued.token)
+    _say_when_it_expires(issued, settings)
     return 0
+
+
+def _end_all(store: OpenStore, email: str) -> int:
+    """``refcore session --email X --end-all``: one line on stdout, the count ended (exit 0,
+    also for a user with none left); an address no user has is said on stderr, exit 1."""
+    address = email.strip().lower()  # as users are stored; an invalid address is refused below (exit 2)
+    ended = end_user_sessions(store.runtime, email)
+    if ended is None:
+        print(f"refcore: no user has the e-mail address {address}; no session ended", file=sys.stderr)
+        return 1
+    print(f"ended {ended} session{'' if ended == 1 else 's'} of {address}")
+    return 0
+
+
+def _say_when_it_expires(issued: IssuedSession, settings: Settings) -> None:
+    """On stderr, so that stdout stays the token alone: when the new session stops working under
+    this command's ``REFCORE_SESSION_TTL_HOURS``. The server checks with its own setting, so
+    both should read the same environment."""
+    expires = timestamp(issued.session.expires_at(settings.session_lifetime))
+    print(
+        f"refcore: the session expires at {expires} (REFCORE_SESSION_TTL_HOURS={settings.session_ttl_hours})",
+        file=sys.stderr,
+    )
 
 
 def migrate(args: argparse.Namespace) -> int:
@@ -182,10 +214,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     session_parser = commands.add_parser(
         "session",
-        help="create a dashboard session and print its token",
-        description="Create the user if missing and a session; print one line, the token sess_….",
+        help="create a dashboard session and print its token, or end a user's sessions",
+        description=(
+            "Create the user if missing and a session; print one line, the token sess_…. "
+            "It expires REFCORE_SESSION_TTL_HOURS (default 720) after it was made. "
+            "With --end-all, end every session of the user instead and print how many."
+        ),
     )
     session_parser.add_argument("--email", required=True, help="the user's e-mail address")
+    session_parser.add_argument(
+        "--end-all",
+        action="store_true",
+        help=(
+            "end every session of this user (all their tokens stop working) and create none; "
+            "exit status 1 when no user has this address"
+        ),
+    )
     session_parser.add_argument("--database-url", help=_URL_HELP)
     session_parser.set_defaults(run=session)
 

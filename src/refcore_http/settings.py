@@ -11,15 +11,22 @@ import ipaddress
 import os
 import urllib.parse
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from attrs import evolve, field, frozen
 
+from refcore.models.tenancy import DEFAULT_SESSION_LIFETIME
 from refcore_http.mailers import parse_mailer_spec
 from refcore_http.workers import DEFAULT_MAX_THREADS
 
 DEFAULT_DATABASE_URL = "sqlite:///./refcore.db"
 MIN_SECRET_KEY_LENGTH = 32
+#: ``REFCORE_SESSION_TTL_HOURS`` unset: the library's session lifetime, 720 hours (30 days).
+DEFAULT_SESSION_TTL_HOURS = DEFAULT_SESSION_LIFETIME // timedelta(hours=1)
+#: The longest session lifetime taken, a year: a longer one would make the expiry a formality,
+#: and a typo of a few extra digits should stop the server, not keep sessions for decades.
+MAX_SESSION_TTL_HOURS = 24 * 366
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -95,6 +102,16 @@ def _count(value: str, *, name: str) -> int:
     return int(text)
 
 
+def _session_ttl_hours(value: object, *, name: str) -> int:
+    """A whole number of hours from 1 to :data:`MAX_SESSION_TTL_HOURS`. Zero is refused rather
+    than read as "never expire" or "sessions off": either would be a surprise in a setting whose
+    purpose is that sessions end."""
+    text = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    if not text.isdigit() or not 0 < int(text) <= MAX_SESSION_TTL_HOURS:
+        raise SettingsError(f"{name} must be a whole number of hours from 1 to {MAX_SESSION_TTL_HOURS}")
+    return int(text)
+
+
 def _secret_key(value: str | None) -> str | None:
     if value is not None and len(value) < MIN_SECRET_KEY_LENGTH:
         raise SettingsError(f"REFCORE_SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters")
@@ -153,6 +170,17 @@ class Settings:
     #: counters of ended windows (``refcore_http.pruning``); ``0`` never, in a process of a fleet
     #: that leaves it to the others.
     prune_interval_seconds: int = 600
+    #: ``REFCORE_SESSION_TTL_HOURS``: how long a dashboard session authenticates after it was
+    #: created, in hours (1 to a year; default 720, 30 days). The server applies it whenever a
+    #: token is checked, to every session, so shortening it ends older sessions at once; raising
+    #: it lengthens those not yet ended, expired ones included. ``refcore session`` reads it to
+    #: tell when the token it prints expires.
+    session_ttl_hours: int = DEFAULT_SESSION_TTL_HOURS
+
+    @property
+    def session_lifetime(self) -> timedelta:
+        """:attr:`session_ttl_hours` as the runtime takes it."""
+        return timedelta(hours=self.session_ttl_hours)
 
     @property
     def read_threads(self) -> int:
@@ -164,6 +192,7 @@ class Settings:
     def __attrs_post_init__(self) -> None:
         _secret_key(self.secret_key)
         _mailer(self.mailer)
+        _session_ttl_hours(self.session_ttl_hours, name="session_ttl_hours (REFCORE_SESSION_TTL_HOURS)")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -225,6 +254,10 @@ class Settings:
         if env.get("REFCORE_PRUNE_INTERVAL_SECONDS"):
             values["prune_interval_seconds"] = _count(
                 env["REFCORE_PRUNE_INTERVAL_SECONDS"], name="REFCORE_PRUNE_INTERVAL_SECONDS"
+            )
+        if env.get("REFCORE_SESSION_TTL_HOURS"):
+            values["session_ttl_hours"] = _session_ttl_hours(
+                env["REFCORE_SESSION_TTL_HOURS"], name="REFCORE_SESSION_TTL_HOURS"
             )
         settings = cls(**values)
         return settings.with_overrides(**overrides)

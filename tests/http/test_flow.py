@@ -17,7 +17,7 @@ from refcore.services.commissions import payout_balance
 from refcore.services.runtime import Runtime
 from refcore.services.tenancy import authenticate
 from refcore_http.app import create_app
-from refcore_http.settings import Settings
+from refcore_http.settings import MAX_SESSION_TTL_HOURS, Settings
 from tests.http.world import Client, expect, key_body, new_session
 from tests.stores import STORES
 
@@ -36,7 +36,10 @@ def _entries(client: Client, token: str, **query: str) -> list[tuple[str, int, s
 
 def test_referral_to_commission_flow_through_http(store_runtime: Runtime, clock: ManualClock) -> None:
     rt = store_runtime
-    client = Client(create_app(rt, Settings(database_url="memory://")))
+    # The flow runs a month past its session's start (a commission's hold): a lifetime that outlasts it.
+    client = Client(
+        create_app(rt, Settings(database_url="memory://", session_ttl_hours=MAX_SESSION_TTL_HOURS))
+    )
     session = new_session(rt, "dev@example.com")
 
     # -- configuration ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from attrs import evolve
 
 from refcore.clocks import ManualClock
 from refcore.models import DeliveryStatus, EventType, WebhookDelivery
@@ -27,6 +28,7 @@ from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import authenticate, issue_affiliate_key
 from refcore_http.app import all_endpoints
 from refcore_http.endpoints import Endpoint
+from refcore_http.settings import MAX_SESSION_TTL_HOURS, Settings
 from tests.http.world import Activity, Client, Tenant, expect, new_activity, new_tenant
 
 _HOOK = "https://hooks.alpha.example/refcore"
@@ -55,6 +57,14 @@ class Payouts:
     request_id: str
     batch_id: str
     execution_id: str
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The world moves the clock a month on (a payout needs its hold to end) and its tenants
+    keep using the sessions they began with. Sessions last 30 days by default
+    (``REFCORE_SESSION_TTL_HOURS``), so here they get the longest lifetime the setting allows."""
+    return evolve(settings, session_ttl_hours=MAX_SESSION_TTL_HOURS)
 
 
 def _payout_objects(client: Client, runtime: Runtime, clock: ManualClock, a: Tenant) -> Payouts:

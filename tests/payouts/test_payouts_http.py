@@ -27,7 +27,7 @@ from refcore.models import Event, EventType
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import issue_affiliate_key
 from refcore_http.app import create_app
-from refcore_http.settings import Settings
+from refcore_http.settings import MAX_SESSION_TTL_HOURS, Settings
 from refcore_http.webhooks.delivery import Deliverer
 from refcore_http.webhooks.dispatcher import WebhookDispatcher
 from refcore_memstore import MemoryDatabase, MemoryOutbox, memory_runtime
@@ -67,7 +67,11 @@ def runtime(clock: ManualClock, database: MemoryDatabase) -> Runtime:
 
 @pytest.fixture
 def client(runtime: Runtime) -> Client:
-    return Client(create_app(runtime, Settings(database_url="memory://", secret_key=SECRET_KEY)))
+    # Payouts wait out a month's hold on the tenant's first session: a lifetime that outlasts it.
+    settings = Settings(
+        database_url="memory://", secret_key=SECRET_KEY, session_ttl_hours=MAX_SESSION_TTL_HOURS
+    )
+    return Client(create_app(runtime, settings))
 
 
 @pytest.fixture

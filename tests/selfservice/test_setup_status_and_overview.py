@@ -26,6 +26,7 @@ from attrs import evolve
 from refcore.clocks import ManualClock
 from refcore.models import RevenueSource
 from refcore.services.runtime import Runtime, Tx
+from refcore_http.settings import MAX_SESSION_TTL_HOURS, Settings
 from tests.http.world import JSON, Client, Tenant, expect, new_tenant
 
 JAN_2 = datetime(2026, 1, 2, 10, tzinfo=UTC)
@@ -53,6 +54,14 @@ def _pay(client: Client, tenant: Tenant, key: str, customer_id: str, payment_id:
         "currency": "usd",
     }
     return expect(client.post("/v1/transactions", key, body), 201)
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The scenario runs from January into mid-February on the session it began with. Sessions
+    last 30 days by default (``REFCORE_SESSION_TTL_HOURS``), so here they get the longest
+    lifetime the setting allows."""
+    return evolve(settings, session_ttl_hours=MAX_SESSION_TTL_HOURS)
 
 
 @pytest.fixture

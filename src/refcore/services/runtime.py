@@ -27,13 +27,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from attrs import define, field
 
 from refcore.errors import ConcurrentWrite, Conflict, InternalError, RefcoreError
 from refcore.models import Event, EventType
+from refcore.models.tenancy import DEFAULT_SESSION_LIFETIME
 from refcore.ports import Clock, EventNotifier, IdGenerator, UnitOfWork, UnitOfWorkFactory
 from refcore.ports.lookups import Lookup
 from refcore.services.first_read_checks import FirstReadCheck, checking
@@ -190,6 +191,10 @@ class Tx:
     now: datetime
     ids: IdGenerator
     emitted: list[Event] = field(factory=list)
+    #: The runtime's :attr:`Runtime.session_lifetime`, here because a session is judged inside
+    #: whatever unit of work authenticates it (a request's own, or a capture batch's:
+    #: :func:`refcore.services.tenancy.principal_in`), which has no runtime to ask.
+    session_lifetime: timedelta = DEFAULT_SESSION_LIFETIME
 
     def new_id(self, prefix: str) -> str:
         return self.ids.new(prefix)
@@ -233,6 +238,12 @@ class Runtime:
     #: :meth:`GroupCommit.batch <refcore_sqlstore.group_commit.GroupCommit.batch>`); ``None``
     #: where it cannot. Services use it through :meth:`batch`.
     write_batch: Callable[[], AbstractContextManager[None]] | None = None
+    #: How long after it was created a dashboard session still authenticates: the server sets
+    #: it from ``REFCORE_SESSION_TTL_HOURS`` (:func:`refcore_http.app.create_app`). Applied to
+    #: the stored ``created_at`` at ``clock.now()`` whenever a token is checked, so it needs no
+    #: column, a test moves past it with its clock, and a shorter setting ends older sessions
+    #: at the next restart.
+    session_lifetime: timedelta = DEFAULT_SESSION_LIFETIME
 
     def transaction(self, work: Callable[[Tx], T]) -> T:
         batch = _BATCH.get()
@@ -244,7 +255,9 @@ class Runtime:
             try:
                 with self._write_unit_of_work() as opened:
                     uow = checking(opened, _check_of(self))
-                    tx = Tx(uow=uow, now=self.clock.now(), ids=self.ids)
+                    tx = Tx(
+                        uow=uow, now=self.clock.now(), ids=self.ids, session_lifetime=self.session_lifetime
+                    )
                     result = work(tx)
                     uow.commit()
             except ConcurrentWrite:
@@ -326,7 +339,9 @@ class Runtime:
             opened = factory()
         with opened as uow:
             uow = checking(uow, _check_of(self))
-            return work(Tx(uow=uow, now=self.clock.now(), ids=self.ids))
+            return work(
+                Tx(uow=uow, now=self.clock.now(), ids=self.ids, session_lifetime=self.session_lifetime)
+            )
 
     @contextmanager
     def shared_read(self) -> Iterator[None]:

@@ -37,38 +37,124 @@ class IssuedKey:
     secret: str
 
 
-def create_session(rt: Runtime, email: object) -> tuple[User, str]:
-    """Create the user if missing and a new session; returns the token ``sess_…`` once."""
-    address = require_email(email).strip().lower()
+@frozen
+class IssuedSession:
+    """A new dashboard session with its token; the only moment the token exists outside the
+    caller (the store keeps its digest)."""
+
+    user: User
+    session: Session
+    token: str
+
+
+def issue_session(rt: Runtime, email: object) -> IssuedSession:
+    """Create the user if missing and a new session for them; the token ``sess_…`` is returned
+    once. The session authenticates until ``session.expires_at(lifetime)`` of the runtime that
+    checks it (:attr:`Runtime.session_lifetime`), or until it is ended."""
+    address = _address(email)
     token = new_secret("sess_")
 
-    def work(tx: Tx) -> User:
+    def work(tx: Tx) -> IssuedSession:
         user = tx.uow.users.find_one({"email": address})
         if user is None:
             user = User(id=tx.new_id("usr"), email=address, created_at=tx.now)
             tx.uow.users.add(user)
-        tx.uow.sessions.add(
-            Session(id=tx.new_id("ses"), user_id=user.id, token_digest=digest(token), created_at=tx.now)
-        )
-        return user
+        session = Session(id=tx.new_id("ses"), user_id=user.id, token_digest=digest(token), created_at=tx.now)
+        tx.uow.sessions.add(session)
+        return IssuedSession(user=user, session=session, token=token)
 
-    return rt.transaction(work), token
+    return rt.transaction(work)
+
+
+def create_session(rt: Runtime, email: object) -> tuple[User, str]:
+    """:func:`issue_session`, answering only the user and the token ``sess_…``."""
+    issued = issue_session(rt, email)
+    return issued.user, issued.token
+
+
+def end_session(rt: Runtime, principal: Principal, credential: str) -> Session:
+    """End the caller's own session, the one whose token is ``credential`` (``DELETE
+    /v1/session``): from the commit on it authenticates as nothing, on every process, as an
+    unknown token does. A token that no longer authenticates (ended, expired, unknown, or
+    another user's) is ``unauthenticated``, like any use of it; a key is ``forbidden``.
+
+    The token, not the principal, names the session: a principal says only whose session it
+    is, and a user may hold several (one per browser), of which only this one ends."""
+    user_id = _require_session(principal)
+    if not isinstance(credential, str) or not credential.startswith("sess_"):
+        raise refused_credential()
+    hashed = digest(credential)
+
+    def work(tx: Tx) -> Session:
+        # Locked, so that two requests ending it at once end it once: the second finds no row
+        # of this digest any more (PostgreSQL reads the row again after the lock) and is refused.
+        session = tx.uow.sessions.find_one({"token_digest": hashed}, for_update=True)
+        if (
+            session is None
+            or session.user_id != user_id
+            or not session.authenticates_at(tx.now, tx.session_lifetime)
+        ):
+            raise refused_credential()
+        ended = session.ended_version()
+        tx.uow.sessions.replace(ended)
+        return ended
+
+    return rt.transaction(work)
+
+
+def end_user_sessions(rt: Runtime, email: object) -> int | None:
+    """End every session of the user with this e-mail address (an operator's ``refcore session
+    --end-all``: someone left, or a token leaked); returns how many were ended, ``0`` when none
+    was left, and ``None`` when no user has the address (a typo must not pass for "done").
+    Expired sessions are ended too: expiry is computed from the current setting, so a longer
+    lifetime would otherwise bring them back."""
+    address = _address(email)
+
+    def work(tx: Tx) -> int | None:
+        user = tx.uow.users.find_one({"email": address})
+        if user is None:
+            return None
+        ended = 0
+        for session in tx.uow.sessions.find_all({"user_id": user.id}):
+            if session.ended:
+                continue
+            # Locked before it is replaced, as every replaced record is: a session its holder
+            # ends at this moment is ended by one of the two, and counted once.
+            locked = tx.uow.sessions.get(session.id, for_update=True)
+            if locked is None or locked.ended:
+                continue
+            tx.uow.sessions.replace(locked.ended_version())
+            ended += 1
+        return ended
+
+    return rt.transaction(work)
+
+
+def _address(email: object) -> str:
+    """The e-mail address as users are stored by it: checked, trimmed and lowercased."""
+    return require_email(email).strip().lower()
 
 
 def authenticate(rt: Runtime, credential: str) -> Principal:
-    """Resolve a bearer credential to a principal; unknown or revoked ones are ``unauthenticated``."""
+    """Resolve a bearer credential to a principal; unknown, revoked, ended or expired ones are
+    ``unauthenticated``."""
     return rt.read(lambda tx: principal_in(tx, credential))
 
 
 def principal_in(tx: Tx, credential: str) -> Principal:
     """:func:`authenticate` inside a unit of work the caller already has (captures authenticate
-    their keys with the batch they are written in: :func:`refcore.services.tracking.record_captures`)."""
+    their keys with the batch they are written in: :func:`refcore.services.tracking.record_captures`).
+
+    A session authenticates until ``tx.session_lifetime`` after it was created, judged at
+    ``tx.now`` (the runtime's clock): after that it is refused exactly as an unknown token is,
+    so the answer never tells that it existed. Its row is read on every request anyway
+    (sessions are not remembered: :mod:`refcore_http.known_keys`), so the check costs nothing."""
     if not isinstance(credential, str):  # a library caller's None: unauthenticated, not a crash
         raise refused_credential()
     hashed = digest(credential)
     if credential.startswith("sess_"):
         session = tx.uow.sessions.find_one({"token_digest": hashed})
-        if session is not None:
+        if session is not None and session.authenticates_at(tx.now, tx.session_lifetime):
             return Principal(kind=PrincipalKind.SESSION, user_id=session.user_id)
     elif credential.startswith("key_"):
         key = tx.uow.api_keys.find_one({"digest": hashed})
