@@ -22,6 +22,7 @@ a lookup the block must find (:meth:`Runtime.check_with_first_read`) rides with 
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -156,6 +157,14 @@ class _Batch:
 
 _BATCH: ContextVar[_Batch | None] = ContextVar("refcore_write_batch", default=None)
 
+#: Whether a :meth:`Runtime.transaction`'s work is running here (this thread or task). A
+#: transaction started inside another's work would commit on its own: kept on PostgreSQL and on
+#: the memory store even when the outer one then failed, refused by SQLite (one writer a thread).
+#: A service called from inside a library caller's own transaction had done exactly that.
+_IN_TRANSACTION: ContextVar[bool] = ContextVar("refcore_in_transaction", default=False)
+
+logger = logging.getLogger("refcore.runtime")
+
 _Shared = TypeVar("_Shared", bound=_SharedRead)
 
 
@@ -246,6 +255,24 @@ class Runtime:
     session_lifetime: timedelta = DEFAULT_SESSION_LIFETIME
 
     def transaction(self, work: Callable[[Tx], T]) -> T:
+        """Run ``work`` in one unit of work and commit it, again after a lost race (up to
+        eight attempts); its events reach the ``notifier`` once committed.
+
+        ``InternalError`` if called from inside another transaction's ``work``: the inner one
+        would commit on its own, whatever became of the outer one. Call services one after
+        another, not from inside a transaction of your own."""
+        if _IN_TRANSACTION.get():
+            raise InternalError(
+                "A transaction cannot start inside another transaction's work: it would commit "
+                "on its own. Call the service after the transaction, not inside it"
+            )
+        inside = _IN_TRANSACTION.set(True)
+        try:
+            return self._transaction(work)
+        finally:
+            _IN_TRANSACTION.reset(inside)
+
+    def _transaction(self, work: Callable[[Tx], T]) -> T:
         batch = _BATCH.get()
         if batch is not None and batch.runtime is not self:
             batch = None
@@ -271,7 +298,7 @@ class Runtime:
                 if batch is not None:
                     batch.emitted.extend(tx.emitted)
                 else:
-                    self.notifier.events_committed(tuple(tx.emitted))
+                    self._tell_notifier(tx.emitted)
             return result
         raise Conflict("The request collided with concurrent writes; retry it", code="state_conflict")
 
@@ -308,7 +335,19 @@ class Runtime:
         finally:
             _BATCH.reset(token)
         if batch.emitted:
-            self.notifier.events_committed(tuple(batch.emitted))
+            self._tell_notifier(batch.emitted)
+
+    def _tell_notifier(self, events: Sequence[Event]) -> None:
+        """Tell the notifier of committed events; its failure is logged, never raised.
+
+        The write has committed by now: raising would tell the caller it failed, and a retry of
+        a write that is not a replay (a mark-paid, a new affiliate) would then be refused or
+        doubled. The events are in the outbox whatever the notifier does; a dispatcher's poll
+        finds them without it."""
+        try:
+            self.notifier.events_committed(tuple(events))
+        except Exception:
+            logger.exception("the event notifier failed after a commit; its events stay in the outbox")
 
     @contextmanager
     def _write_unit_of_work(self) -> Iterator[UnitOfWork]:
