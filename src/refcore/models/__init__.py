@@ -6,9 +6,22 @@ never replaced at all.
 
 from refcore.models.activity import Click, Customer, Referral
 from refcore.models.affiliate import AffiliateStatus, Link, ProgramAffiliate
+from refcore.models.app_profile import AgreementVersion, AppLogo
 from refcore.models.commission import CommissionEntry, EntryKind, EntryStatus
 from refcore.models.event import Event, EventType
 from refcore.models.mode import Mode
+from refcore.models.payout import (
+    PayoutBatch,
+    PayoutBatchStatus,
+    PayoutDetails,
+    PayoutExecution,
+    PayoutExecutionStatus,
+    PayoutItem,
+    PayoutMethod,
+    PayoutRequest,
+    PayoutRequestStatus,
+)
+from refcore.models.processor import ProcessorConnection
 from refcore.models.program import (
     CommissionTerms,
     CommissionType,
@@ -22,8 +35,10 @@ from refcore.models.webhook import DeliveryStatus, WebhookDelivery, WebhookEndpo
 
 __all__ = [
     "AffiliateStatus",
+    "AgreementVersion",
     "ApiKey",
     "App",
+    "AppLogo",
     "Click",
     "CommissionEntry",
     "CommissionTerms",
@@ -42,6 +57,16 @@ __all__ = [
     "Mode",
     "Organization",
     "Payment",
+    "PayoutBatch",
+    "PayoutBatchStatus",
+    "PayoutDetails",
+    "PayoutExecution",
+    "PayoutExecutionStatus",
+    "PayoutItem",
+    "PayoutMethod",
+    "PayoutRequest",
+    "PayoutRequestStatus",
+    "ProcessorConnection",
     "Program",
     "ProgramAffiliate",
     "ProgramStatus",

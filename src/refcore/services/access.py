@@ -27,11 +27,17 @@ A = TypeVar("A", bound=_Activity)
 
 
 def user_in_organization(tx: Tx, user_id: str, organization_id: str) -> bool:
+    """Whether the user is a member of the organization: membership is what gives a session its
+    organizations' Apps (decisions 1)."""
     membership = tx.uow.memberships.find_one({"organization_id": organization_id, "user_id": user_id})
     return membership is not None
 
 
 def require_organization(tx: Tx, principal: Principal, organization_id: str) -> None:
+    """Check that the caller is a session of a member of the organization. A key, a missing organization
+    and another tenant's are all the same ``404``, so an ID tells nothing about other tenants.
+
+    Errors: ``organization_not_found``."""
     if not (
         principal.is_session
         and principal.user_id is not None
@@ -42,7 +48,9 @@ def require_organization(tx: Tx, principal: Principal, organization_id: str) -> 
 
 
 def require_app(tx: Tx, principal: Principal, app_id: str, *, for_update: bool = False) -> App:
-    """The App, if the caller may configure it: its keys, or a session of its organization."""
+    """The App, if the caller may configure it: its keys, or a session of its organization.
+
+    Errors: ``app_not_found`` (also for a key of another App, and for an affiliate key)."""
     app = tx.uow.apps.get(app_id, for_update=for_update)
     if app is None or not may_access_app(tx, principal, app):
         raise NotFound.of("app", app_id)
@@ -50,6 +58,8 @@ def require_app(tx: Tx, principal: Principal, app_id: str, *, for_update: bool =
 
 
 def may_access_app(tx: Tx, principal: Principal, app: App) -> bool:
+    """Whether the caller may configure ``app``: a session of its organization, or an App (or managed
+    revenue) key of that App. An affiliate key never may."""
     if principal.is_session:
         return principal.user_id is not None and user_in_organization(
             tx, principal.user_id, app.organization_id
@@ -58,6 +68,10 @@ def may_access_app(tx: Tx, principal: Principal, app: App) -> bool:
 
 
 def require_program(tx: Tx, principal: Principal, program_id: str) -> Program:
+    """The program, if the caller may configure its App (:func:`may_access_app`); otherwise ``404`` as if
+    it did not exist.
+
+    Errors: ``program_not_found``."""
     program = tx.uow.programs.get(program_id)
     if program is None or not _may_see_app(tx, principal, program.app_id):
         raise NotFound.of("program", program_id)
@@ -67,6 +81,10 @@ def require_program(tx: Tx, principal: Principal, program_id: str) -> Program:
 def require_program_affiliate(
     tx: Tx, principal: Principal, program_affiliate_id: str, *, for_update: bool = False
 ) -> ProgramAffiliate:
+    """The program affiliate, if the caller may configure its App; ``for_update`` locks its row, so that
+    two concurrent status changes apply one after the other.
+
+    Errors: ``program_affiliate_not_found``."""
     affiliate = tx.uow.program_affiliates.get(program_affiliate_id, for_update=for_update)
     if affiliate is None or not _may_see_app(tx, principal, affiliate.app_id):
         raise NotFound.of("program_affiliate", program_affiliate_id)
@@ -79,7 +97,9 @@ def _may_see_app(tx: Tx, principal: Principal, app_id: str) -> bool:
 
 
 def activity_scope(principal: Principal) -> Scope:
-    """The App and mode an App key writes activity into; sessions and affiliates write none."""
+    """The App and mode an App key writes activity into; sessions and affiliates write none.
+
+    Errors: ``forbidden`` (a session or an affiliate key)."""
     if not principal.is_app_key or principal.app_id is None or principal.mode is None:
         raise Forbidden("Tracking and revenue calls need an App API key (key_app_… or key_test_app_…)")
     return Scope(app_id=principal.app_id, mode=principal.mode)

@@ -179,7 +179,12 @@ def _where(tx: Tx, principal: Principal, kind: ActivityKind, query: ActivityQuer
 
 
 def scope_of_query(rt: Runtime, principal: Principal, kind: ActivityKind, query: ActivityQuery) -> Scope:
-    """The checked scope of a list query (for lists another service pages, like commissions)."""
+    """The checked scope of a list query (for lists another service pages, like commissions).
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
 
     def work(tx: Tx) -> Scope:
         where = _where(tx, principal, kind, query)
@@ -194,7 +199,12 @@ def scope_of_query(rt: Runtime, principal: Principal, kind: ActivityKind, query:
 
 
 def list_activity(rt: Runtime, principal: Principal, kind: ActivityKind, query: ActivityQuery) -> Page[Any]:
-    """One page, newest first; the cursor must come from this very list (decisions 9)."""
+    """One page, newest first; the cursor must come from this very list (decisions 9).
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
 
     def work(tx: Tx) -> Page[Any]:
         return paginate(
@@ -209,26 +219,72 @@ def list_activity(rt: Runtime, principal: Principal, kind: ActivityKind, query: 
 
 
 def list_clicks(rt: Runtime, principal: Principal, query: ActivityQuery) -> Page[Click]:
+    """One page of the scope's clicks, newest first (``GET /v1/clicks``), filtered by ``program_id``,
+    ``program_affiliate_id`` and ``link_id``. Who reads which App and mode: :func:`resolve_scope`.
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
     return list_activity(rt, principal, CLICKS, query)
 
 
 def list_customers(rt: Runtime, principal: Principal, query: ActivityQuery) -> Page[Customer]:
+    """One page of the scope's customers, newest first (``GET /v1/customers``), filtered by
+    ``external_customer_id`` and ``email`` (any case: identify keeps addresses lower-case). Who reads
+    which App and mode: :func:`resolve_scope`.
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
     return list_activity(rt, principal, CUSTOMERS, query)
 
 
 def list_referrals(rt: Runtime, principal: Principal, query: ActivityQuery) -> Page[Referral]:
+    """One page of the scope's referrals, newest first (``GET /v1/referrals``), filtered by ``program_id``,
+    ``program_affiliate_id``, ``customer_id`` and ``click_id``. Who reads which App and mode:
+    :func:`resolve_scope`.
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
     return list_activity(rt, principal, REFERRALS, query)
 
 
 def list_payments(rt: Runtime, principal: Principal, query: ActivityQuery) -> Page[Payment]:
+    """One page of the scope's payments (refunds and disputes have lists of their own), newest first
+    (``GET /v1/transactions``), filtered by ``program_id``, ``program_affiliate_id``, ``customer_id``
+    and ``payment_id``. Who reads which App and mode: :func:`resolve_scope`.
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
     return list_activity(rt, principal, PAYMENTS, query)
 
 
 def list_refunds(rt: Runtime, principal: Principal, query: ActivityQuery) -> Page[Refund]:
+    """One page of the scope's refunds, newest first (``GET /v1/transactions/refunds``), filtered by
+    ``transaction_id`` and ``payment_id``. Who reads which App and mode: :func:`resolve_scope`.
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
     return list_activity(rt, principal, REFUNDS, query)
 
 
 def list_disputes(rt: Runtime, principal: Principal, query: ActivityQuery) -> Page[Dispute]:
+    """One page of the scope's disputes, newest first (``GET /v1/transactions/disputes``), filtered by
+    ``transaction_id``, ``payment_id`` and ``status``. Who reads which App and mode:
+    :func:`resolve_scope`.
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
     return list_activity(rt, principal, DISPUTES, query)
 
 
@@ -253,36 +309,62 @@ def find_visible(tx: Tx, principal: Principal, kind: ActivityKind, object_id: st
 
 
 def get_activity(rt: Runtime, principal: Principal, kind: ActivityKind, object_id: str) -> Any:
+    """One record of ``kind`` by ID, if the caller may read it (:func:`find_visible`), in a read unit of
+    work of its own; the typed readers below are this for one kind each.
+
+    Errors: ``<resource>_not_found`` of the kind, ``mode_mismatch``."""
     return rt.read(lambda tx: find_visible(tx, principal, kind, object_id))
 
 
 def get_click(rt: Runtime, principal: Principal, click_id: str) -> Click:
+    """A click by ID (``GET /v1/clicks/:id``): an App key reads its own App's in its own mode, a session
+    those of its organizations' Apps in either mode.
+
+    Errors: ``click_not_found`` (also another tenant's), ``mode_mismatch`` (a key of the other mode)."""
     result: Click = get_activity(rt, principal, CLICKS, click_id)
     return result
 
 
 def get_customer(rt: Runtime, principal: Principal, customer_id: str) -> Customer:
+    """A customer by ID (``GET /v1/customers/:id``): an App key reads its own App's in its own mode, a
+    session those of its organizations' Apps in either mode.
+
+    Errors: ``customer_not_found`` (also another tenant's), ``mode_mismatch`` (a key of the other mode)."""
     result: Customer = get_activity(rt, principal, CUSTOMERS, customer_id)
     return result
 
 
 def get_referral(rt: Runtime, principal: Principal, referral_id: str) -> Referral:
+    """A referral by ID (``GET /v1/referrals/:id``): an App key reads its own App's in its own mode, a
+    session those of its organizations' Apps in either mode.
+
+    Errors: ``referral_not_found`` (also another tenant's), ``mode_mismatch`` (a key of the other mode)."""
     result: Referral = get_activity(rt, principal, REFERRALS, referral_id)
     return result
 
 
 def get_refund(rt: Runtime, principal: Principal, transaction_id: str) -> Refund:
+    """A refund by ID (``GET /v1/transactions/refunds/:id``): an App key reads its own App's in its own
+    mode, a session those of its organizations' Apps in either mode.
+
+    Errors: ``refund_not_found`` (also another tenant's), ``mode_mismatch`` (a key of the other mode)."""
     result: Refund = get_activity(rt, principal, REFUNDS, transaction_id)
     return result
 
 
 def get_dispute(rt: Runtime, principal: Principal, dispute_id: str) -> Dispute:
+    """A dispute by ID (``GET /v1/transactions/disputes/:id``): an App key reads its own App's in its own
+    mode, a session those of its organizations' Apps in either mode.
+
+    Errors: ``dispute_not_found`` (also another tenant's), ``mode_mismatch`` (a key of the other mode)."""
     result: Dispute = get_activity(rt, principal, DISPUTES, dispute_id)
     return result
 
 
 def get_transaction(rt: Runtime, principal: Principal, transaction_id: str) -> Payment | Refund:
-    """A ``txn_`` is a payment or a refund (interface 2.1); either is answered."""
+    """A ``txn_`` is a payment or a refund (interface 2.1); either is answered.
+
+    ``GET /v1/transactions/:id``. Errors: ``transaction_not_found``, ``mode_mismatch``."""
 
     def work(tx: Tx) -> Payment | Refund:
         try:
@@ -303,6 +385,8 @@ def get_commission_entry(rt: Runtime, principal: Principal, entry_id: str) -> Js
 
     Read through the list of its payment's entries so that the derived status (pending, held,
     approved, processing, paid) comes from the one place that computes it.
+
+    ``GET /v1/commissions/:id``. Errors: ``commission_not_found``, ``mode_mismatch``.
     """
     entry: CommissionEntry = get_activity(rt, principal, COMMISSIONS, entry_id)
     scope = Scope(app_id=entry.app_id, mode=entry.mode)
@@ -320,7 +404,12 @@ def get_commission_entry(rt: Runtime, principal: Principal, entry_id: str) -> Js
 
 
 def list_commission_entries(rt: Runtime, principal: Principal, query: ActivityQuery) -> EntryPage:
-    """``GET /v1/commissions``: the scope and filters checked here, the page from the ledger."""
+    """``GET /v1/commissions``: the scope and filters checked here, the page from the ledger.
+
+    Errors: ``forbidden`` (an affiliate key), ``validation_error`` (an unknown filter, a bad
+    ``environment`` or ``limit``, a session naming no App), ``mode_mismatch``,
+    ``invalid_starting_after``, ``app_not_found``, ``program_not_found``, and the
+    ``<resource>_not_found`` of a filter's ID."""
     scope = scope_of_query(rt, principal, COMMISSIONS, query)
     return list_commissions(
         rt, scope, dict(query.filters), limit=query.limit, starting_after=query.starting_after

@@ -24,7 +24,9 @@ from refcore.validation import require_link_code, require_text
 
 
 def own_affiliate(tx: Tx, principal: Principal, program_id: str) -> ProgramAffiliate:
-    """The caller's program affiliate, which must be in ``program_id``; else ``404``."""
+    """The caller's program affiliate, which must be in ``program_id``; else ``404``.
+
+    Errors: ``forbidden`` (not an affiliate key), ``program_not_found``."""
     if principal.kind is not PrincipalKind.AFFILIATE_KEY or principal.program_affiliate_id is None:
         raise Forbidden("This endpoint needs an affiliate key (key_aff_…)")
     affiliate = tx.uow.program_affiliates.get(principal.program_affiliate_id)
@@ -48,7 +50,10 @@ def list_own_links(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[Link]:
-    """The affiliate's live links in the program, newest first."""
+    """The affiliate's live links in the program, newest first.
+
+    ``GET /v1/affiliate/programs/:programId/links``. Errors: ``forbidden`` (not an affiliate key),
+    ``program_not_found``, ``validation_error`` (``limit``), ``invalid_starting_after``."""
 
     def work(tx: Tx) -> Page[Link]:
         affiliate = own_affiliate(tx, principal, program_id)
@@ -66,7 +71,11 @@ def list_own_links(
 def create_own_link(
     rt: Runtime, principal: Principal, program_id: str, name: object, code: object = None
 ) -> Link:
-    """A named link; ``code`` is generated when not given."""
+    """A named link; ``code`` is generated when not given.
+
+    ``POST /v1/affiliate/programs/:programId/links``. Errors: ``validation_error`` (``name``, ``code``,
+    a code already taken), ``forbidden`` (not an affiliate key), ``program_not_found``,
+    ``state_conflict`` (a disabled affiliate)."""
     link_name = require_text(name, param="name")
     link_code = None if code is None else require_link_code(code)
 
@@ -80,6 +89,12 @@ def create_own_link(
 
 
 def get_own_link(rt: Runtime, principal: Principal, program_id: str, link_id: str) -> Link:
+    """One of the affiliate key's own live links in ``program_id``
+    (``GET /v1/affiliate/programs/:programId/links/:linkId``); a deleted link or another affiliate's is
+    not found, so a key learns nothing about the rest of the App.
+
+    Errors: ``forbidden`` (not an affiliate key), ``program_not_found``, ``link_not_found``."""
+
     def work(tx: Tx) -> Link:
         return _own_link(tx, own_affiliate(tx, principal, program_id), link_id)
 
@@ -87,7 +102,10 @@ def get_own_link(rt: Runtime, principal: Principal, program_id: str, link_id: st
 
 
 def delete_own_link(rt: Runtime, principal: Principal, program_id: str, link_id: str) -> Link:
-    """The link stops attributing; its code stays reserved (a published URL never changes owner)."""
+    """The link stops attributing; its code stays reserved (a published URL never changes owner).
+
+    ``DELETE /v1/affiliate/programs/:programId/links/:linkId``. Errors: ``forbidden`` (not an affiliate
+    key), ``program_not_found``, ``link_not_found``."""
 
     def work(tx: Tx) -> Link:
         link = _own_link(tx, own_affiliate(tx, principal, program_id), link_id, for_update=True)

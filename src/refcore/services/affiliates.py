@@ -22,7 +22,10 @@ def emit_affiliate_event(tx: Tx, type: EventType, affiliate: ProgramAffiliate) -
 def create_affiliate(
     tx: Tx, *, program_id: str, app_id: str, email: str, name: str, status: AffiliateStatus
 ) -> ProgramAffiliate:
-    """Add an affiliate inside a unit of work; shared by the Developer route and hosted signup."""
+    """Add an affiliate inside a unit of work; shared by the Developer route and hosted signup.
+
+    Emits ``affiliate.created``. Errors: ``validation_error`` (the address is already an affiliate of
+    the program)."""
     existing = tx.uow.program_affiliates.find_one({"program_id": program_id, "email": email})
     if existing is not None:
         raise ValidationError(f"{email} is already an affiliate of this program", param="email")
@@ -43,7 +46,13 @@ def create_affiliate(
 def add_program_affiliate(
     rt: Runtime, principal: Principal, program_id: object, email: object, name: object
 ) -> ProgramAffiliate:
-    """Added by the Developer, an affiliate starts ``active``."""
+    """Added by the Developer, an affiliate starts ``active``.
+
+    ``POST /v1/program-affiliates``; emits ``affiliate.created``. It issues no key: the affiliate gets
+    one through hosted join (:mod:`refcore.services.join`).
+
+    Errors: ``validation_error`` (``program_id``, ``email``, ``name``; an address already in the
+    program), ``program_not_found``."""
     program_ref = require_text(program_id, param="program_id")
     address = require_email(email).strip().lower()
     display = require_text(name, param="name")
@@ -63,6 +72,9 @@ def add_program_affiliate(
 
 
 def get_program_affiliate(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffiliate:
+    """A program affiliate by ID (``GET /v1/program-affiliates/:id``), for a session or App key of its App.
+
+    Errors: ``program_affiliate_not_found``."""
     return rt.read(lambda tx: require_program_affiliate(tx, principal, affiliate_id))
 
 
@@ -75,6 +87,11 @@ def list_program_affiliates(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[ProgramAffiliate]:
+    """One page of a program's affiliates, newest first, optionally of one ``status``
+    (``GET /v1/program-affiliates?program_id=``).
+
+    Errors: ``validation_error`` (``status``, ``limit``), ``program_not_found``,
+    ``invalid_starting_after``."""
     where: dict[str, object] = {"program_id": program_id}
     if status is not None:
         where["status"] = require_choice(status, AffiliateStatus, param="status")
@@ -93,6 +110,12 @@ def list_program_affiliates(
 
 
 def approve(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffiliate:
+    """``pending`` to ``active``, emitting ``affiliate.approved``
+    (``POST /v1/program-affiliates/:id/approve``). The row is locked first, so two concurrent approvals
+    approve once and the second is refused.
+
+    Errors: ``program_affiliate_not_found``, ``state_conflict`` (not pending)."""
+
     def work(tx: Tx) -> ProgramAffiliate:
         affiliate = require_program_affiliate(tx, principal, affiliate_id, for_update=True)
         if affiliate.status is not AffiliateStatus.PENDING:
@@ -108,6 +131,12 @@ def approve(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffi
 
 
 def disable(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffiliate:
+    """Any status but ``disabled`` to ``disabled``, emitting ``affiliate.disabled``
+    (``POST /v1/program-affiliates/:id/disable``). The status it had is kept, so that :func:`enable`
+    restores it; meanwhile the payments attributed to it earn nothing (:mod:`refcore.rules.earning`).
+
+    Errors: ``program_affiliate_not_found``, ``state_conflict`` (already disabled)."""
+
     def work(tx: Tx) -> ProgramAffiliate:
         affiliate = require_program_affiliate(tx, principal, affiliate_id, for_update=True)
         if affiliate.status is AffiliateStatus.DISABLED:
@@ -121,7 +150,10 @@ def disable(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffi
 
 
 def enable(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffiliate:
-    """Back to the status the affiliate had before it was disabled."""
+    """Back to the status the affiliate had before it was disabled.
+
+    ``POST /v1/program-affiliates/:id/enable``; no event (interface 3.3 names none). Errors:
+    ``program_affiliate_not_found``, ``state_conflict`` (not disabled)."""
 
     def work(tx: Tx) -> ProgramAffiliate:
         affiliate = require_program_affiliate(tx, principal, affiliate_id, for_update=True)
@@ -139,7 +171,9 @@ def enable(rt: Runtime, principal: Principal, affiliate_id: str) -> ProgramAffil
 
 
 def create_link_in(tx: Tx, affiliate: ProgramAffiliate, code: str | None, name: str | None) -> Link:
-    """Create a link inside a unit of work; codes are unique installation-wide, case-insensitively."""
+    """Create a link inside a unit of work; codes are unique installation-wide, case-insensitively.
+
+    Errors: ``validation_error`` (the code is taken)."""
     if code is None:
         code = tx.new_id("x")[-10:]
     elif tx.uow.links.find_one({"code": code}) is not None:
@@ -160,6 +194,12 @@ def create_link_in(tx: Tx, affiliate: ProgramAffiliate, code: str | None, name: 
 def create_link(
     rt: Runtime, principal: Principal, affiliate_id: str, code: object = None, name: object = None
 ) -> Link:
+    """A link of the program affiliate (``POST /v1/program-affiliates/:id/links``); ``code`` is generated
+    when not given. Codes are unique installation-wide because a capture finds its link by the code
+    alone.
+
+    Errors: ``validation_error`` (``code``, ``name``; a code already taken),
+    ``program_affiliate_not_found``."""
     link_code = None if code is None else require_link_code(code)
     link_name = optional_text(name, param="name")
 
@@ -178,6 +218,12 @@ def list_links(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[Link]:
+    """One page of the program affiliate's live (not deleted) links, newest first
+    (``GET /v1/program-affiliates/:id/links``).
+
+    Errors: ``program_affiliate_not_found``, ``validation_error`` (``limit``),
+    ``invalid_starting_after``."""
+
     def work(tx: Tx) -> Page[Link]:
         require_program_affiliate(tx, principal, affiliate_id)
         return paginate(
@@ -200,7 +246,10 @@ def _require_link(tx: Tx, principal: Principal, affiliate_id: str, link_id: str)
 
 
 def update_link(rt: Runtime, principal: Principal, affiliate_id: str, link_id: str, name: object) -> Link:
-    """Only the name changes; a code is permanent so that published URLs keep their owner."""
+    """Only the name changes; a code is permanent so that published URLs keep their owner.
+
+    ``PATCH /v1/program-affiliates/:id/links/:linkId``. Errors: ``validation_error`` (``name``),
+    ``program_affiliate_not_found``, ``link_not_found``."""
     link_name = optional_text(name, param="name")
 
     def work(tx: Tx) -> Link:
@@ -212,6 +261,11 @@ def update_link(rt: Runtime, principal: Principal, affiliate_id: str, link_id: s
 
 
 def delete_link(rt: Runtime, principal: Principal, affiliate_id: str, link_id: str) -> Link:
+    """Delete a link (``DELETE /v1/program-affiliates/:id/links/:linkId``): it stops attributing, and its
+    row and code stay, so that a published URL never changes owner.
+
+    Errors: ``program_affiliate_not_found``, ``link_not_found`` (also an already deleted one)."""
+
     def work(tx: Tx) -> Link:
         link = evolve(_require_link(tx, principal, affiliate_id, link_id), deleted_at=tx.now)
         tx.uow.links.replace(link)

@@ -33,7 +33,10 @@ def current_agreement(tx: Tx, app_id: str) -> AgreementVersion | None:
 
 
 def publish_agreement(rt: Runtime, principal: Principal, app_id: str, text: object) -> AgreementVersion:
-    """A new version; it becomes current at once. Earlier versions are kept, never changed."""
+    """A new version; it becomes current at once. Earlier versions are kept, never changed.
+
+    ``PATCH /v1/apps/:id/agreement``. Errors: ``validation_error`` (``text``: missing, or over 100,000
+    characters), ``app_not_found``."""
     body = require_text(text, param="text", max_length=MAX_AGREEMENT)
 
     def work(tx: Tx) -> AgreementVersion:
@@ -46,7 +49,9 @@ def publish_agreement(rt: Runtime, principal: Principal, app_id: str, text: obje
 
 
 def agreement_history(rt: Runtime, principal: Principal, app_id: str) -> list[AgreementVersion]:
-    """Every published version, newest (current) first."""
+    """Every published version, newest (current) first.
+
+    ``GET /v1/apps/:id/agreement``. Errors: ``app_not_found``."""
 
     def work(tx: Tx) -> list[AgreementVersion]:
         require_app(tx, principal, app_id)
@@ -58,6 +63,10 @@ def agreement_history(rt: Runtime, principal: Principal, app_id: str) -> list[Ag
 def get_agreement_version(
     rt: Runtime, principal: Principal, app_id: str, version_id: str
 ) -> AgreementVersion:
+    """One published version of the App's agreement (``GET /v1/apps/:id/agreement/versions/:versionId``).
+
+    Errors: ``app_not_found``, ``agreement_version_not_found``."""
+
     def work(tx: Tx) -> AgreementVersion:
         require_app(tx, principal, app_id)
         version = tx.uow.agreement_versions.get(version_id)
@@ -72,6 +81,7 @@ def get_agreement_version(
 
 
 def current_logo(tx: Tx, app_id: str) -> AppLogo | None:
+    """The App's logo, or ``None`` when it has none (never uploaded, or removed: the row stays, emptied)."""
     logo = tx.uow.app_logos.find_one({"app_id": app_id})
     return logo if logo is not None and logo.present else None
 
@@ -82,6 +92,9 @@ def upload_logo(rt: Runtime, principal: Principal, app_id: str, data: bytes) -> 
     Another tenant's App is ``404`` whatever the body. Then the type is sniffed from the bytes
     (PNG, JPEG or WebP; SVG and anything else refused) and the size checked, before anything is
     written: a refused upload changes nothing.
+
+    ``POST /v1/apps/:id/logo``. Errors: ``app_not_found``, ``validation_error`` (empty, or not PNG, JPEG
+    or WebP), ``body_too_large`` (over 1 MiB).
     """
 
     def work(tx: Tx) -> AppLogo:
@@ -111,7 +124,9 @@ def upload_logo(rt: Runtime, principal: Principal, app_id: str, data: bytes) -> 
 
 
 def remove_logo(rt: Runtime, principal: Principal, app_id: str) -> AppLogo:
-    """Clear the logo; ``404 logo_not_found`` when there is none. The row stays (no deletes)."""
+    """Clear the logo; ``404 logo_not_found`` when there is none. The row stays (no deletes).
+
+    ``DELETE /v1/apps/:id/logo``. Errors: ``app_not_found``, ``logo_not_found``."""
 
     def work(tx: Tx) -> AppLogo:
         require_app(tx, principal, app_id)
@@ -126,7 +141,9 @@ def remove_logo(rt: Runtime, principal: Principal, app_id: str) -> AppLogo:
 
 
 def public_logo(rt: Runtime, app_id: str) -> AppLogo:
-    """The logo anyone may fetch (the join page shows it); ``404 logo_not_found`` without one."""
+    """The logo anyone may fetch (the join page shows it); ``404 logo_not_found`` without one.
+
+    ``GET /v1/apps/:id/logo``, without a credential. Errors: ``logo_not_found``."""
 
     def work(tx: Tx) -> AppLogo:
         logo = current_logo(tx, app_id)

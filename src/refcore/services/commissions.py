@@ -54,7 +54,9 @@ def list_commissions(
     it; here ``scope`` is taken as given. A filter is one of ``program_id``,
     ``program_affiliate_id`` and ``transaction_id``, with an ID as its value; any other name or
     value is ``ValidationError``. An unknown name had been dropped without a word, so a
-    misspelt ``affiliate_id`` listed every affiliate's entries."""
+    misspelt ``affiliate_id`` listed every affiliate's entries.
+
+    Errors: ``validation_error`` (a filter, ``limit``), ``invalid_starting_after``."""
     where: dict[str, object] = {"app_id": scope.app_id, "mode": scope.mode}
     for name, value in filters.items():
         if name not in _FILTERS:
@@ -95,7 +97,9 @@ def balance_of(tx: Tx, program_affiliate_id: str) -> Balance:
 
 
 def payout_balance(rt: Runtime, principal: Principal, program_affiliate_id: str) -> Balance:
-    """Live only. Affiliates see their own; Developers see any affiliate of their Apps."""
+    """Live only. Affiliates see their own; Developers see any affiliate of their Apps.
+
+    Errors: ``program_affiliate_not_found`` (also another affiliate's, for an affiliate key)."""
 
     def work(tx: Tx) -> Balance:
         if principal.kind is PrincipalKind.AFFILIATE_KEY:

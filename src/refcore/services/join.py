@@ -123,6 +123,12 @@ def _current_terms(tx: Tx, program_id: str) -> ProgramTerms | None:
 
 
 def join_page(rt: Runtime, slug: object) -> JoinPage:
+    """What a program's public sign-up page shows (``GET /v1/join/:programSlug``, no credential): the
+    program, its App, the current terms and agreement, and the logo. A disabled program has no join
+    page.
+
+    Errors: ``validation_error`` (``programSlug``), ``program_not_found`` (unknown or disabled)."""
+
     def work(tx: Tx) -> JoinPage:
         program = _joinable_program(tx, slug)
         app = tx.uow.apps.get(program.app_id)
@@ -162,6 +168,10 @@ def start_signup(
 
     When the address is already an affiliate of the program, the message says so and its link
     issues a new key instead; the answer is the same either way.
+
+    ``POST /v1/join/:programSlug``. Errors: ``validation_error`` (``email``, ``name``, ``programSlug``),
+    ``program_not_found``, ``rate_limited``, ``internal_error`` (the mailer failed: the signup is
+    recorded, but its link never arrived).
     """
     rules = policy or JoinPolicy()
     address = require_email(email).strip().lower()
@@ -251,7 +261,11 @@ def _already_member_message(
 
 def confirm_signup(rt: Runtime, slug: object, token: object) -> Joined:
     """Spend the token: create the affiliate and its key in one unit of work, or, when the
-    address is an affiliate of the program by then, issue that affiliate a new key."""
+    address is an affiliate of the program by then, issue that affiliate a new key.
+
+    ``POST /v1/join/:programSlug/confirm``; emits ``affiliate.created`` for a new affiliate. Errors:
+    ``validation_error`` (``token``, ``programSlug``), ``program_not_found``, ``invalid_signup_token``
+    (unknown, of another program, already used, or expired)."""
     text = require_text(token, param="token", max_length=512)
     hashed = digest(text)
 

@@ -23,6 +23,9 @@ _EVENT_OF_KIND = {
 
 
 def append_entry(tx: Tx, payment: Payment, kind: EntryKind, amount: int, source_id: str) -> CommissionEntry:
+    """Append one commission entry of the (attributed) ``payment`` and emit its event in the same unit of
+    work, so that an entry and its event commit together or not at all: ``commission.created`` for
+    earned and reinstatement entries, ``commission.reversed`` for reversals."""
     assert payment.program_affiliate_id is not None and payment.program_id is not None
     entry = CommissionEntry(
         id=tx.new_id("com"),
@@ -79,5 +82,7 @@ def _target(payment: Payment) -> int:
 def status_of(
     entry: CommissionEntry, payment: Payment | None, *, now: datetime, paid: bool, processing: bool = False
 ) -> EntryStatus:
+    """The derived status of ``entry`` (:func:`refcore.rules.entry_status.entry_status`): ``held`` while
+    its payment has an open dispute (no payment read: not held)."""
     held = payment is not None and payment.open_dispute_count > 0
     return entry_status(entry, now=now, payment_held=held, paid=paid, processing=processing)

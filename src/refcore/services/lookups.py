@@ -29,7 +29,9 @@ T = TypeVar("T", bound=_Identified)
 
 
 def get_api_key(rt: Runtime, principal: Principal, key_id: str) -> ApiKey:
-    """Session only, like the list; the secret itself was shown once and is not stored."""
+    """Session only, like the list; the secret itself was shown once and is not stored.
+
+    ``GET /v1/api-keys/:id``. Errors: ``forbidden`` (not a session), ``api_key_not_found``."""
     if not principal.is_session:
         raise Forbidden("This operation needs a dashboard session")
 
@@ -47,7 +49,10 @@ def get_api_key(rt: Runtime, principal: Principal, key_id: str) -> ApiKey:
 
 
 def get_link(rt: Runtime, principal: Principal, affiliate_id: str, link_id: str) -> Link:
-    """A live (not deleted) link of the program affiliate."""
+    """A live (not deleted) link of the program affiliate.
+
+    ``GET /v1/program-affiliates/:id/links/:linkId``. Errors: ``program_affiliate_not_found``,
+    ``link_not_found``."""
 
     def work(tx: Tx) -> Link:
         require_program_affiliate(tx, principal, affiliate_id)
@@ -60,7 +65,9 @@ def get_link(rt: Runtime, principal: Principal, affiliate_id: str, link_id: str)
 
 
 def get_terms(rt: Runtime, principal: Principal, program_id: str, terms_id: str) -> ProgramTerms:
-    """One published version of a program's terms."""
+    """One published version of a program's terms.
+
+    ``GET /v1/programs/:id/terms/:termsId``. Errors: ``program_not_found``, ``program_terms_not_found``."""
 
     def work(tx: Tx) -> ProgramTerms:
         require_program(tx, principal, program_id)
@@ -75,7 +82,9 @@ def get_terms(rt: Runtime, principal: Principal, program_id: str, terms_id: str)
 def page_of(
     items: Sequence[T], *, prefix: str, limit: object = None, starting_after: str | None = None
 ) -> Page[T]:
-    """Decisions 9 over a short list already read whole, newest first (a user's organizations)."""
+    """Decisions 9 over a short list already read whole, newest first (a user's organizations).
+
+    Errors: ``validation_error`` (``limit``), ``invalid_starting_after``."""
     size = require_limit(limit)
     start = 0
     if starting_after is not None:
@@ -92,6 +101,10 @@ def page_of(
 def page_organizations(
     rt: Runtime, principal: Principal, *, limit: object = None, starting_after: str | None = None
 ) -> Page[Organization]:
+    """One page of the session's organizations, newest first (``GET /v1/organizations``). A user has few,
+    so they are read whole and paged in memory (:func:`page_of`).
+
+    Errors: ``forbidden`` (not a session), ``validation_error`` (``limit``), ``invalid_starting_after``."""
     return page_of(
         list_organizations(rt, principal), prefix="org", limit=limit, starting_after=starting_after
     )

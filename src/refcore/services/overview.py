@@ -66,7 +66,9 @@ LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 def parse_moment(value: object, *, param: str) -> datetime | None:
-    """An ISO 8601 date or date-time; without a zone it is UTC. ``None`` stays ``None``."""
+    """An ISO 8601 date or date-time; without a zone it is UTC. ``None`` stays ``None``.
+
+    Errors: ``validation_error`` (``param``)."""
     if value is None or isinstance(value, datetime):
         moment = value
     elif isinstance(value, str):
@@ -149,7 +151,11 @@ def overview(
     start: object = None,
     end: object = None,
 ) -> Overview:
-    """The figures of ``[start, end)``; by default the 30 days up to now (now included)."""
+    """The figures of ``[start, end)``; by default the 30 days up to now (now included).
+
+    ``GET /v1/apps/:id/overview``. Errors: ``validation_error`` (``environment``, ``from``, ``to``;
+    ``from`` not before ``to``), ``mode_mismatch`` (an App key asking for the other mode),
+    ``app_not_found``."""
     mode = _mode(principal, environment)
     given_start = parse_moment(start, param="from")
     given_end = parse_moment(end, param="to")

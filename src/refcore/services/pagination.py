@@ -24,6 +24,10 @@ class Page(Generic[M]):
 
 
 def require_limit(limit: object) -> int:
+    """The page size: ``None`` is the default (25); anything but an integer from 1 to 100 is refused rather
+    than clamped, so a caller never takes a short page for the whole list.
+
+    Errors: ``validation_error`` (``limit``)."""
     if limit is None:
         return DEFAULT_LIMIT
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -52,6 +56,8 @@ def paginate(
     A cursor is accepted only when it is a record of the same type that the same ``where``
     (App, mode, program, filters) lists or listed: it may have left the list since by a change
     of state (:data:`STATE_FILTERS`). Anything else is ``invalid_starting_after``.
+
+    Errors: ``validation_error`` (``limit``), ``invalid_starting_after``.
     """
     size = require_limit(limit)
     if starting_after is not None:

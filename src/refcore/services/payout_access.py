@@ -20,19 +20,25 @@ from refcore.services.runtime import Tx
 
 
 def require_operator_kind(principal: Principal) -> None:
-    """Developer-side payout calls take a session or an App key (never an affiliate key)."""
+    """Developer-side payout calls take a session or an App key (never an affiliate key).
+
+    Errors: ``forbidden``."""
     if not (principal.is_session or principal.is_app_key):
         raise Forbidden("Payout management needs a dashboard session or a Live App key")
 
 
 def require_live(principal: Principal) -> None:
-    """Payouts are Live only: a Test App key is refused, after tenancy was checked."""
+    """Payouts are Live only: a Test App key is refused, after tenancy was checked.
+
+    Errors: ``live_key_required``."""
     if principal.is_app_key and principal.mode is not Mode.LIVE:
         raise LiveKeyRequired("Payouts are Live only; use a Live App key (key_app_…)")
 
 
 def require_payout_operator(principal: Principal) -> None:
-    """Developer-side payout calls: a session or a Live App key."""
+    """Developer-side payout calls: a session or a Live App key.
+
+    Errors: ``forbidden``, ``live_key_required``."""
     require_operator_kind(principal)
     require_live(principal)
 
@@ -56,13 +62,16 @@ def operator_program(
 
 
 def is_affiliate(principal: Principal) -> bool:
+    """Whether the caller is an affiliate key, which acts for exactly one program affiliate."""
     return principal.kind is PrincipalKind.AFFILIATE_KEY and principal.program_affiliate_id is not None
 
 
 def own_affiliate(
     tx: Tx, principal: Principal, program_id: str, *, for_update: bool = False
 ) -> ProgramAffiliate:
-    """The affiliate an affiliate key acts for, which must belong to ``program_id``."""
+    """The affiliate an affiliate key acts for, which must belong to ``program_id``.
+
+    Errors: ``forbidden`` (not an affiliate key), ``program_not_found``."""
     if not is_affiliate(principal):
         raise Forbidden("This operation needs an affiliate key (key_aff_…)")
     assert principal.program_affiliate_id is not None
@@ -75,7 +84,10 @@ def own_affiliate(
 def readable_affiliate(
     tx: Tx, principal: Principal, program_id: str, program_affiliate_id: str | None
 ) -> ProgramAffiliate:
-    """Balance and details reads: the affiliate itself, or a Developer naming the affiliate."""
+    """Balance and details reads: the affiliate itself, or a Developer naming the affiliate.
+
+    Errors: ``program_not_found``, ``program_affiliate_not_found``, ``live_key_required``,
+    ``validation_error`` (a Developer naming no ``program_affiliate_id``)."""
     if is_affiliate(principal):
         affiliate = own_affiliate(tx, principal, program_id)
         if program_affiliate_id is not None and program_affiliate_id != affiliate.id:
@@ -93,6 +105,12 @@ def readable_affiliate(
 def execution_for_live_key(
     tx: Tx, principal: Principal, execution_id: str, *, for_update: bool = False
 ) -> PayoutExecution:
+    """The payout execution, if the caller is a Live App key of its App: the App's payout system acts on it
+    (interface 6.5). A Test key of that App, or a session of its organization, is told which credential
+    to use; anyone else gets ``404`` as if it did not exist. ``for_update`` locks the row, so that two
+    reports apply one after the other.
+
+    Errors: ``payout_execution_not_found``, ``live_key_required``."""
     execution = tx.uow.payout_executions.get(execution_id, for_update=for_update)
     if execution is None:
         raise NotFound.of("payout_execution", execution_id)

@@ -33,7 +33,10 @@ class DetailsInput:
 
 
 def parse_details(values: Mapping[str, object]) -> DetailsInput:
-    """Validate a payout details body: known fields only, the method's required fields present."""
+    """Validate a payout details body: known fields only, the method's required fields present.
+
+    Errors: ``validation_error`` (an unknown field, ``method``, a field the method requires, ``email``,
+    ``iban``, ``account_holder``, ``notes``)."""
     unknown = sorted(set(values) - DETAIL_FIELDS)
     if unknown:
         raise ValidationError(f"Unknown field {unknown[0]}", param=unknown[0])
@@ -55,7 +58,10 @@ def parse_details(values: Mapping[str, object]) -> DetailsInput:
 def save_payout_details(
     rt: Runtime, principal: Principal, program_id: object, values: Mapping[str, object]
 ) -> PayoutDetails:
-    """``PUT /v1/payout-details?program_id=``: replaces the whole record (``PUT`` semantics)."""
+    """``PUT /v1/payout-details?program_id=``: replaces the whole record (``PUT`` semantics).
+
+    Errors: ``validation_error`` (``program_id``; see :func:`parse_details`), ``forbidden`` (not an
+    affiliate key), ``program_not_found``."""
     program_ref = require_text(program_id, param="program_id")
     parsed = parse_details(values)
 
@@ -87,7 +93,11 @@ def save_payout_details(
 def get_payout_details(
     rt: Runtime, principal: Principal, program_id: object, program_affiliate_id: str | None = None
 ) -> PayoutDetails:
-    """``GET /v1/payout-details?program_id=``; ``404 payout_details_not_found`` until saved."""
+    """``GET /v1/payout-details?program_id=``; ``404 payout_details_not_found`` until saved.
+
+    Errors: ``validation_error`` (``program_id``; a Developer naming no ``program_affiliate_id``),
+    ``program_not_found``, ``program_affiliate_not_found``, ``live_key_required``,
+    ``payout_details_not_found``."""
     program_ref = require_text(program_id, param="program_id")
 
     def work(tx: Tx) -> PayoutDetails:
@@ -111,7 +121,10 @@ class BalanceView:
 def get_payout_balance(
     rt: Runtime, principal: Principal, program_id: object, program_affiliate_id: str | None = None
 ) -> BalanceView:
-    """``GET /v1/payout-balance?program_id=``: pending, held, available, processing, paid (Live)."""
+    """``GET /v1/payout-balance?program_id=``: pending, held, available, processing, paid (Live).
+
+    Errors: ``validation_error`` (``program_id``; a Developer naming no ``program_affiliate_id``),
+    ``program_not_found``, ``program_affiliate_not_found``, ``live_key_required``."""
     program_ref = require_text(program_id, param="program_id")
 
     def work(tx: Tx) -> BalanceView:

@@ -74,6 +74,8 @@ def create_execution(
     Adding an item whose entry is already in a live or paid payout raises ``ConcurrentWrite``
     from the store's unique key on ``active_entry_id``; the unit of work then runs again and
     sees the entry as taken.
+
+    Errors: ``state_conflict`` (the entries sum to nothing positive).
     """
     amount = payout_total(entries)
     if amount <= 0:
@@ -222,6 +224,10 @@ def fail(tx: Tx, execution: PayoutExecution, *, idempotency_key: str, reason: st
 
 
 def require_idempotency_key(value: object) -> str:
+    """The ``Idempotency-Key`` of a payout report, required because it is what tells a retried report
+    (answered as a replay) from a second, conflicting one.
+
+    Errors: ``validation_error`` (missing, blank, or over 255 characters)."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError("The Idempotency-Key header is required", param="Idempotency-Key")
     if len(value) > MAX_IDEMPOTENCY_KEY:
@@ -240,7 +246,14 @@ def report_outcome(
     idempotency_key: object,
     reason: object = None,
 ) -> Reported:
-    """``POST /v1/payout-executions/:id/succeeded|failed``."""
+    """``POST /v1/payout-executions/:id/succeeded|failed``.
+
+    The execution must be ``ready`` (its batch dispatched); the same key and outcome again is a replay
+    (``replay=True``, no new events).
+
+    Errors: ``validation_error`` (``outcome``, ``reason``, ``Idempotency-Key``),
+    ``payout_execution_not_found``, ``live_key_required``, ``state_conflict`` (already settled, other
+    than by this very report; or not dispatched yet)."""
     if outcome not in OUTCOMES:
         raise ValidationError("outcome must be succeeded or failed", param="outcome")
     note = optional_text(reason, param="reason", max_length=1000)
@@ -269,7 +282,9 @@ def report_outcome(
 
 
 def get_instructions(rt: Runtime, principal: Principal, execution_id: str) -> JsonObject:
-    """``GET /v1/payout-executions/:id``: the execution with whom and where to pay."""
+    """``GET /v1/payout-executions/:id``: the execution with whom and where to pay.
+
+    Errors: ``payout_execution_not_found``, ``live_key_required``."""
 
     def work(tx: Tx) -> JsonObject:
         execution = execution_for_live_key(tx, principal, execution_id)

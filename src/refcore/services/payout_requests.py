@@ -34,7 +34,11 @@ from refcore.validation import require_choice, require_text
 
 
 def create_payout_request(rt: Runtime, principal: Principal, program_id: object) -> PayoutRequest:
-    """For the current available balance; nothing available, or a request already open: 409."""
+    """For the current available balance; nothing available, or a request already open: 409.
+
+    ``POST /v1/payout-requests``, affiliate keys only. Errors: ``validation_error`` (``program_id``),
+    ``forbidden`` (not an affiliate key), ``program_not_found``, ``state_conflict`` (a request already
+    open, nothing available, or less than the program's minimum payout)."""
     program_ref = require_text(program_id, param="program_id")
 
     def work(tx: Tx) -> PayoutRequest:
@@ -81,7 +85,11 @@ def list_payout_requests(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[PayoutRequest]:
-    """Affiliates list their own; sessions name the program; Live App keys list their App's."""
+    """Affiliates list their own; sessions name the program; Live App keys list their App's.
+
+    ``GET /v1/payout-requests``. Errors: ``validation_error`` (``status``, ``limit``; a session naming
+    no program), ``program_not_found``, ``program_affiliate_not_found``, ``live_key_required``,
+    ``invalid_starting_after``."""
     where: dict[str, object] = {}
     if status is not None:
         where["status"] = require_choice(status, PayoutRequestStatus, param="status")
@@ -129,11 +137,18 @@ def _request(tx: Tx, principal: Principal, request_id: str, *, for_update: bool 
 
 
 def get_payout_request(rt: Runtime, principal: Principal, request_id: str) -> PayoutRequest:
+    """A payout request by ID (``GET /v1/payout-requests/:id``): an affiliate key reads its own, a session
+    or Live App key those of its App's programs.
+
+    Errors: ``payout_request_not_found``, ``live_key_required`` (a Test App key)."""
     return rt.read(lambda tx: _request(tx, principal, request_id))
 
 
 def decline_payout_request(rt: Runtime, principal: Principal, request_id: str) -> PayoutRequest:
-    """Developer only: ``open`` → ``declined``; anything else is ``409 state_conflict``."""
+    """Developer only: ``open`` → ``declined``; anything else is ``409 state_conflict``.
+
+    ``POST /v1/payout-requests/:id/decline``. Errors: ``forbidden`` (an affiliate key),
+    ``payout_request_not_found``, ``live_key_required``, ``state_conflict``."""
     require_operator_kind(principal)
 
     def work(tx: Tx) -> PayoutRequest:

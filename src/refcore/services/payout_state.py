@@ -66,6 +66,9 @@ class Funds:
 
 
 def funds_of(tx: Tx, program_affiliate_id: str) -> Funds:
+    """The affiliate's Live balance and the entries a payout would take now, derived entry by entry: a
+    payout needs the entries themselves, which the aggregate read of
+    :func:`refcore.services.balances.live_balance` does not give."""
     entries = tx.uow.commission_entries.find_all(
         {"program_affiliate_id": program_affiliate_id, "mode": Mode.LIVE}
     )

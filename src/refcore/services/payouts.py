@@ -114,7 +114,10 @@ def list_ready_payouts(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[ReadyPayout]:
-    """``GET /v1/ready-payouts?program_id=``; the cursor is a program affiliate ID."""
+    """``GET /v1/ready-payouts?program_id=``; the cursor is a program affiliate ID.
+
+    Errors: ``validation_error`` (``limit``), ``forbidden`` (an affiliate key), ``program_not_found``,
+    ``live_key_required``, ``invalid_starting_after``."""
     size = require_limit(limit)
 
     def work(tx: Tx) -> Page[ReadyPayout]:
@@ -135,7 +138,9 @@ def list_ready_payouts(
 
 
 def ready_payouts_csv(rt: Runtime, principal: Principal, program_id: str) -> str:
-    """``POST /v1/ready-payouts/csv``: one row per ready payout, safe to open in a spreadsheet."""
+    """``POST /v1/ready-payouts/csv``: one row per ready payout, safe to open in a spreadsheet.
+
+    Errors: ``forbidden`` (an affiliate key), ``program_not_found``, ``live_key_required``."""
 
     def work(tx: Tx) -> str:
         program = operator_program(tx, principal, program_id)
@@ -145,6 +150,9 @@ def ready_payouts_csv(rt: Runtime, principal: Principal, program_id: str) -> str
 
 
 def render_csv(rows: list[ReadyPayout]) -> str:
+    """The CSV text of ``rows`` under :data:`CSV_COLUMNS`. Every text cell goes through
+    :func:`refcore.rules.payouts.csv_cell`, because names and e-mails are affiliate input that a
+    spreadsheet would otherwise run as a formula."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
@@ -178,7 +186,14 @@ def render_csv(rows: list[ReadyPayout]) -> str:
 
 
 def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> PayoutExecution:
-    """``POST /v1/ready-payouts/:programAffiliateId/mark-paid``."""
+    """``POST /v1/ready-payouts/:programAffiliateId/mark-paid``.
+
+    Completes the affiliate's dispatched (``ready``) payout, or else records a payout of its whole
+    available balance as succeeded at once; either way each entry's ``commission.paid`` and
+    ``payout.succeeded`` are emitted, and an open payout request it pays is closed.
+
+    Errors: ``forbidden`` (an affiliate key), ``program_affiliate_not_found``, ``live_key_required``,
+    ``state_conflict`` (a payout waiting in a prepared batch, or no ready payout)."""
     require_operator_kind(principal)
 
     def work(tx: Tx) -> PayoutExecution:
@@ -222,7 +237,10 @@ def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> P
 
 
 def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> PayoutBatch:
-    """``POST /v1/payout-batches {program_id}``: freeze the current ready payouts."""
+    """``POST /v1/payout-batches {program_id}``: freeze the current ready payouts.
+
+    Errors: ``validation_error`` (``program_id``), ``forbidden`` (an affiliate key),
+    ``program_not_found``, ``live_key_required``, ``state_conflict`` (no ready payouts)."""
     program_ref = require_text(program_id, param="program_id")
 
     def work(tx: Tx) -> PayoutBatch:
@@ -273,6 +291,10 @@ class BatchView:
 
 
 def get_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchView:
+    """A payout batch with its executions (``GET /v1/payout-batches/:id``).
+
+    Errors: ``forbidden`` (an affiliate key), ``payout_batch_not_found``, ``live_key_required``."""
+
     def work(tx: Tx) -> BatchView:
         batch = _batch(tx, principal, batch_id)
         return BatchView(batch, tx.uow.payout_executions.find_all({"batch_id": batch.id}))
@@ -288,7 +310,11 @@ def list_batches(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[PayoutBatch]:
-    """Sessions name the program; a Live App key lists its App's batches (optionally one program)."""
+    """Sessions name the program; a Live App key lists its App's batches (optionally one program).
+
+    ``GET /v1/payout-batches``. Errors: ``forbidden`` (an affiliate key), ``validation_error``
+    (``limit``; a session naming no program), ``program_not_found``, ``live_key_required``,
+    ``invalid_starting_after``."""
     require_operator_kind(principal)
 
     def work(tx: Tx) -> Page[PayoutBatch]:
@@ -313,6 +339,9 @@ def dispatch_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchVie
 
     The event carries the execution snapshot only; the App's payout system fetches the
     instructions with its Live key (interface 6.5).
+
+    Errors: ``forbidden`` (an affiliate key), ``payout_batch_not_found``, ``live_key_required``,
+    ``state_conflict`` (already dispatched).
     """
 
     def work(tx: Tx) -> BatchView:

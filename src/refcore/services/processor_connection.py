@@ -242,6 +242,13 @@ def create_connect_link(
     app_id: object = None,
     mode: object = None,
 ) -> ConnectLink:
+    """The processor's install URL ``base_url`` with a signed, expiring ``state`` naming the App and mode
+    (``POST /v1/processor/connect-link``). Nothing is stored, so it runs as a read: the state itself is
+    the pending installation, which only this server can sign.
+
+    Errors: ``validation_error`` (``mode``; ``app_id`` with a session), ``mode_mismatch`` (an App key
+    naming the other mode), ``app_not_found``, ``revenue_source_conflict`` (Live revenue locked to the
+    API), ``state_conflict`` (already connected in that mode)."""
     target_mode = _target_mode(principal, mode)
     target_app = _target_app_id(principal, app_id)
 
@@ -296,6 +303,10 @@ def claim_pending_install(
 
     Claiming the same state again with the same account and secret answers the connection
     (``created=False``); anything else with a used state is ``409 state_conflict``.
+
+    ``POST /v1/processor/claim-pending-install``. Errors: ``validation_error`` (``account_id``,
+    ``webhook_secret``, ``app_id``; a ``state`` not signed by this server, expired, or for another App),
+    ``mode_mismatch``, ``app_not_found``, ``revenue_source_conflict``, ``state_conflict``.
     """
     account = _require_prefixed(account_id, _ACCOUNT_PREFIX, param="account_id")
     secret = _require_prefixed(webhook_secret, _SECRET_PREFIX, param="webhook_secret")
@@ -362,6 +373,9 @@ def disconnect(
 
     Events of that account and mode are refused from now on. A Live revenue source already locked
     to the processor stays locked (decisions 4): API revenue is still refused afterwards.
+
+    ``POST /v1/processor/disconnect``. Errors: ``validation_error`` (``mode``; ``app_id`` with a
+    session), ``mode_mismatch``, ``app_not_found``, ``processor_connection_not_found``.
     """
     target_mode = _target_mode(principal, mode)
     target_app = _target_app_id(principal, app_id)
@@ -392,6 +406,11 @@ def disconnect(
 
 
 def get_connection(rt: Runtime, principal: Principal, connection_id: str) -> ProcessorConnection:
+    """A processor connection of the caller's App by ID, active or disconnected
+    (``GET /v1/processor/connections/:id``); the webhook secret is never part of it.
+
+    Errors: ``processor_connection_not_found`` (also another tenant's)."""
+
     def work(tx: Tx) -> ProcessorConnection:
         connection = tx.uow.processor_connections.get(connection_id)
         if connection is None:
@@ -413,7 +432,10 @@ def list_connections(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[ProcessorConnection]:
-    """The App's connections of both modes, active and disconnected, newest first."""
+    """The App's connections of both modes, active and disconnected, newest first.
+
+    ``GET /v1/processor/connections``. Errors: ``validation_error`` (``app_id`` with a session,
+    ``limit``), ``app_not_found``, ``invalid_starting_after``."""
     target_app = _target_app_id(principal, app_id)
 
     def work(tx: Tx) -> Page[ProcessorConnection]:

@@ -100,7 +100,11 @@ def attribution_of(metadata: Mapping[str, str]) -> tuple[str, str] | None:
 
 
 def apply_change(rt: Runtime, scope: Scope, change: ProcessorChange) -> Recorded:
-    """Record one change in the App and mode of the connection the event was verified with."""
+    """Record one change in the App and mode of the connection the event was verified with.
+
+    Errors: those of :func:`~refcore.services.revenue.record_payment`,
+    :func:`~refcore.services.revenue.record_refund` and
+    :func:`~refcore.services.revenue.report_dispute`."""
     source = RevenueSource.PROCESSOR
     if isinstance(change, ProcessorPayment):
         attribution = attribution_of(change.metadata)
@@ -157,5 +161,8 @@ def apply_changes(rt: Runtime, scope: Scope, changes: Sequence[ProcessorChange])
 
     When one fails the error propagates and the delivery is answered with it; the processor
     delivers the event again later, and the changes already recorded answer as replays.
+
+    Backs ``POST /v1/processor/events``, after the HTTP adapter verified the delivery. Errors: those of
+    :func:`apply_change`.
     """
     return [apply_change(rt, scope, change) for change in changes]

@@ -32,6 +32,12 @@ _UPDATABLE = frozenset(
 
 
 def parse_commission(value: object) -> CommissionTerms:
+    """Commission terms from their JSON form, ``{"type": "percent", "bps": 0..10000}`` or
+    ``{"type": "fixed", "amount": minor units}``, with no other member, so that a misspelt member is
+    refused instead of ignored.
+
+    Errors: ``validation_error`` (``commission``, ``commission.type``, ``commission.bps``,
+    ``commission.amount``)."""
     if not isinstance(value, Mapping):
         raise ValidationError("commission must be an object", param="commission")
     kind = value.get("type")
@@ -88,7 +94,11 @@ def create_program(rt: Runtime, principal: Principal, values: Mapping[str, Any])
 
     A name it does not know is ``ValidationError``, as the HTTP body's unknown fields are: a
     library caller's ``hold_dayz`` had been dropped without a word, and the program made with
-    the default hold of 30 days."""
+    the default hold of 30 days.
+
+    Errors: ``validation_error`` (an unknown field; ``app_id``, ``name``, ``slug``, ``currency`` or
+    ``commission`` missing or malformed; a setting out of range; a slug already taken),
+    ``app_not_found``."""
     if not isinstance(values, Mapping):
         raise ValidationError("the program's values must be a mapping of its fields")
     unknown = sorted(set(values) - _CREATABLE)
@@ -121,6 +131,9 @@ def create_program(rt: Runtime, principal: Principal, values: Mapping[str, Any])
 
 
 def get_program(rt: Runtime, principal: Principal, program_id: str) -> Program:
+    """A program by ID (``GET /v1/programs/:id``), for a session or App key of its App.
+
+    Errors: ``program_not_found``."""
     return rt.read(lambda tx: require_program(tx, principal, program_id))
 
 
@@ -132,6 +145,10 @@ def list_programs(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[Program]:
+    """One page of an App's programs, newest first (``GET /v1/programs?app_id=``).
+
+    Errors: ``app_not_found``, ``validation_error`` (``limit``), ``invalid_starting_after``."""
+
     def work(tx: Tx) -> Page[Program]:
         require_app(tx, principal, app_id)
         return paginate(
@@ -146,6 +163,11 @@ def list_programs(
 
 
 def update_program(rt: Runtime, principal: Principal, program_id: str, values: Mapping[str, Any]) -> Program:
+    """Change the settings named in ``values`` and only those (``PATCH /v1/programs/:id``). ``app_id``,
+    ``slug`` and ``currency`` are kept for life: naming one is refused, as is a name that is no setting,
+    rather than ignored.
+
+    Errors: ``validation_error`` (such a field, or a bad value), ``program_not_found``."""
     unknown = set(values) - _UPDATABLE
     if unknown:
         field = sorted(unknown)[0]
@@ -170,7 +192,10 @@ _STATUS_MOVES: dict[str, tuple[frozenset[ProgramStatus], ProgramStatus]] = {
 def change_program_status(rt: Runtime, principal: Principal, program_id: str, action: str) -> Program:
     """``pause``, ``resume`` or ``disable``; out of order is ``409 state_conflict``; any other
     action is ``validation_error`` (the HTTP routes name only these three, a library caller may
-    pass anything)."""
+    pass anything).
+
+    ``POST /v1/programs/:id/pause``, ``/resume`` and ``/disable``. Errors: ``validation_error``,
+    ``program_not_found``, ``state_conflict``."""
     move = _STATUS_MOVES.get(action) if isinstance(action, str) else None
     if move is None:
         raise ValidationError(f"action must be one of: {', '.join(_STATUS_MOVES)}", param="action")
@@ -188,6 +213,10 @@ def change_program_status(rt: Runtime, principal: Principal, program_id: str, ac
 
 
 def publish_terms(rt: Runtime, principal: Principal, program_id: str, text: object) -> ProgramTerms:
+    """A new version of the program's terms, current at once (``POST /v1/programs/:id/terms``). Earlier
+    versions are kept unchanged, so what an affiliate was shown stays readable.
+
+    Errors: ``validation_error`` (``text``: missing, or over 100,000 characters), ``program_not_found``."""
     body = require_text(text, param="text", max_length=100_000)
 
     def work(tx: Tx) -> ProgramTerms:
@@ -200,7 +229,9 @@ def publish_terms(rt: Runtime, principal: Principal, program_id: str, text: obje
 
 
 def list_terms(rt: Runtime, principal: Principal, program_id: str) -> list[ProgramTerms]:
-    """Every published version, newest (current) first."""
+    """Every published version, newest (current) first.
+
+    ``GET /v1/programs/:id/terms``. Errors: ``program_not_found``."""
 
     def work(tx: Tx) -> list[ProgramTerms]:
         require_program(tx, principal, program_id)

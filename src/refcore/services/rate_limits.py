@@ -48,6 +48,9 @@ def limit_key(scope: str, value: str) -> str:
 
 
 def window_start(moment: datetime, window: timedelta) -> datetime:
+    """The start of the epoch-aligned window of length ``window`` that ``moment`` falls in, so that every
+    process agrees on the window without sharing anything but the store. A window under a second or over
+    :data:`LONGEST_WINDOW` is a programming error, ``ValueError``."""
     size = int(window.total_seconds())
     if size <= 0:
         raise ValueError("a rate-limit window must be at least one second")

@@ -91,6 +91,20 @@ class DisputeReport:
 def record_payment(
     rt: Runtime, scope: Scope, report: PaymentReport, *, source: RevenueSource = RevenueSource.API
 ) -> Recorded:
+    """Record a payment of a customer that identify created, once per ``payment_id`` in the scope's App and
+    mode (``POST /v1/transactions``; processor payments come here too, with ``source=processor``). An
+    exact replay answers the stored payment (``created=False``) and any difference is a conflict, so a
+    retried report never counts a payment twice. A payment that earns appends its commission entry;
+    ``transaction.created`` (and ``commission.created``) are emitted, and the first positive Live
+    payment locks the App's revenue source (interface 4.1 rule 9).
+
+    ``scope`` is taken as given: a library caller gets it from an authenticated key with
+    :func:`refcore.services.access.activity_scope`.
+
+    Errors: ``validation_error`` (a field's type or range, a currency ISO 4217 does not list, a customer
+    identified in another program), ``idempotency_conflict``, ``app_not_found`` (a scope naming no App),
+    ``revenue_source_conflict``, ``customer_not_found``, ``mode_mismatch`` (a customer of the other
+    mode), ``program_not_found``, ``currency_mismatch``."""
     payment_id = require_text(report.payment_id, param="payment_id")
     customer_id = require_text(report.customer_id, param="customer_id")
     program_id = require_text(report.program_id, param="program_id")
@@ -336,6 +350,15 @@ def _require_payment_currency(payment: Payment, currency: str | None) -> None:
 def record_refund(
     rt: Runtime, scope: Scope, report: RefundReport, *, source: RevenueSource = RevenueSource.API
 ) -> Recorded:
+    """Record a refund of the scope's payment ``payment_id``, once per ``refund_id``
+    (``POST /v1/transactions/refunds``). Under the payment's row lock the refunds plus the opened and
+    lost disputes may not exceed the payment, and the ledger is brought to its target (one ``reversal``
+    entry at most); emits ``transaction.refunded`` (and ``commission.reversed``). An exact replay
+    answers the stored refund (``created=False``).
+
+    Errors: ``validation_error``, ``idempotency_conflict``, ``app_not_found``,
+    ``revenue_source_conflict``, ``payment_not_found`` (no such ``payment_id`` in this mode),
+    ``currency_mismatch`` (a processor refund in another currency), ``amount_exceeds_payment``."""
     refund_id = require_text(report.refund_id, param="refund_id")
     payment_id = require_text(report.payment_id, param="payment_id")
     amount = require_amount(report.amount, param="amount", positive=True)
@@ -405,6 +428,16 @@ def record_refund(
 def report_dispute(
     rt: Runtime, scope: Scope, report: DisputeReport, *, source: RevenueSource = RevenueSource.API
 ) -> Recorded:
+    """Report one status of a dispute of the scope's payment ``payment_id``
+    (``POST /v1/transactions/disputes``). The first report creates the dispute (``opened``, ``won``,
+    ``withdrawn`` or ``lost``), later ones move it along interface 3.1 (:mod:`refcore.rules.disputes`);
+    a status it has already reached or passed is a replay (``created=False``). An open dispute holds the
+    payment's commission, ``lost`` reverses it and ``funds_reinstated`` restores it.
+
+    Errors: ``validation_error``, ``idempotency_conflict`` (the ``dispute_id`` with another payment or
+    amount), ``app_not_found``, ``revenue_source_conflict``, ``payment_not_found``,
+    ``currency_mismatch``, ``amount_exceeds_payment``, ``dispute_conflict`` (a move outside the
+    lifecycle)."""
     dispute_id = require_text(report.dispute_id, param="dispute_id")
     payment_id = require_text(report.payment_id, param="payment_id")
     status = require_choice(report.status, DisputeStatus, param="status")

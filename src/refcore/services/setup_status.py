@@ -144,6 +144,12 @@ def _mode_setup(tx: Tx, app: App, mode: Mode) -> ModeSetup:
 
 
 def setup_status(rt: Runtime, principal: Principal, app_id: str) -> SetupStatus:
+    """What the App has set up and what it still lacks, per mode (``GET /v1/apps/:id/setup-status``):
+    revenue source and its lock, processor, webhook, the first click, identify and attributed payment,
+    unattributed payments, and alarms. A session sees both modes, an App key only its own.
+
+    Errors: ``app_not_found``."""
+
     def work(tx: Tx) -> SetupStatus:
         app = require_app(tx, principal, app_id)
         visible = (Mode.TEST, Mode.LIVE) if principal.is_session else (principal.mode,)

@@ -167,7 +167,13 @@ def record_captures(rt: Runtime, captures: Sequence[PendingCapture]) -> list[Cli
 
 
 def capture(rt: Runtime, request: CaptureRequest, *, scope: Scope | None) -> Click:
-    """Record a click on a link (see :func:`check_capture`): a batch of one."""
+    """Record a click on a link (see :func:`check_capture`): a batch of one.
+
+    The route (``POST /v1/capture``) records its captures in batches through :func:`record_captures`
+    instead. ``scope=None`` is a public capture: a Live click on any App's link.
+
+    Errors: ``validation_error`` (``via``, ``page``, ``referrer``, ``visitor_ip``,
+    ``visitor_user_agent``), ``link_not_found`` (unknown, deleted, or another App's link)."""
     (outcome,) = record_captures(rt, [check_capture(request, caller=scope)])
     if isinstance(outcome, RefcoreError):
         raise outcome
@@ -230,6 +236,13 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
 
     Rules: ordinary App keys cannot send ``promotion_code`` (interface 2.5 rule 3); a valid click
     wins over a code (rule 1); code attribution has no click (rule 2); first attribution wins.
+
+    ``POST /v1/identify``. ``principal`` only decides whether ``promotion_code`` may be sent; ``scope``
+    is where the customer is written: the :func:`~refcore.services.access.activity_scope` of the same
+    key.
+
+    Errors: ``promotion_code_not_allowed``, ``validation_error``, ``click_not_found``,
+    ``mode_mismatch``, ``program_not_found``, ``program_affiliate_not_found``.
     """
     if request.promotion_code is not None and not principal.may_use_promotion_code:
         raise PromotionCodeNotAllowed(

@@ -49,10 +49,13 @@ class ConfiguredEndpoint:
 
 
 def new_signing_secret() -> str:
+    """A fresh ``whsec_…`` signing secret (256 random bits), shown once and then stored only sealed."""
     return f"{SECRET_PREFIX}{secrets.token_urlsafe(32)}"
 
 
 def seal_secret(box: SecretBox, app_id: str, secret: str) -> str:
+    """``secret`` sealed for storage, bound to ``app_id``: a sealed secret copied into another App's row
+    does not open."""
     return box.seal(secret, context=app_id)
 
 
@@ -62,7 +65,9 @@ def signing_secret(box: SecretBox, endpoint: WebhookEndpoint) -> str:
 
 
 def parse_events(value: object) -> tuple[str, ...]:
-    """A non-empty list of subscribable types, stored in the catalog's order without duplicates."""
+    """A non-empty list of subscribable types, stored in the catalog's order without duplicates.
+
+    Errors: ``validation_error`` (``events``)."""
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise ValidationError(
             "events must be a non-empty list of event types; omit it to receive every type",
@@ -116,7 +121,10 @@ def _require_current(tx: Tx, app_id: str, *, for_update: bool = False) -> Webhoo
 def configure_endpoint(
     rt: Runtime, principal: Principal, box: SecretBox, app_id: str, values: Mapping[str, Any]
 ) -> ConfiguredEndpoint:
-    """Create the App's endpoint (revealing its new secret once) or replace its settings."""
+    """Create the App's endpoint (revealing its new secret once) or replace its settings.
+
+    ``PUT /v1/apps/:appId/webhook``. Errors: ``validation_error`` (``url``, ``events``, ``disabled``, an
+    unknown field), ``app_not_found``."""
     settings = _parse_settings(values)
 
     def work(tx: Tx) -> ConfiguredEndpoint:
@@ -153,6 +161,11 @@ def configure_endpoint(
 
 
 def get_endpoint(rt: Runtime, principal: Principal, app_id: str) -> WebhookEndpoint:
+    """The App's webhook endpoint (``GET /v1/apps/:appId/webhook``), its secret only sealed
+    (:func:`represent_endpoint` shows none of it).
+
+    Errors: ``app_not_found``, ``webhook_endpoint_not_found`` (none configured, or removed)."""
+
     def work(tx: Tx) -> WebhookEndpoint:
         require_app(tx, principal, app_id)
         return _require_current(tx, app_id)
@@ -161,7 +174,9 @@ def get_endpoint(rt: Runtime, principal: Principal, app_id: str) -> WebhookEndpo
 
 
 def remove_endpoint(rt: Runtime, principal: Principal, app_id: str) -> WebhookEndpoint:
-    """Stop all delivery and destroy the sealed secret; the history of deliveries stays readable."""
+    """Stop all delivery and destroy the sealed secret; the history of deliveries stays readable.
+
+    ``DELETE /v1/apps/:appId/webhook``. Errors: ``app_not_found``, ``webhook_endpoint_not_found``."""
 
     def work(tx: Tx) -> WebhookEndpoint:
         require_app(tx, principal, app_id)
@@ -178,7 +193,10 @@ def remove_endpoint(rt: Runtime, principal: Principal, app_id: str) -> WebhookEn
 
 
 def rotate_secret(rt: Runtime, principal: Principal, box: SecretBox, app_id: str) -> ConfiguredEndpoint:
-    """A new secret, effective for every delivery signed from now on; the old one stops at once."""
+    """A new secret, effective for every delivery signed from now on; the old one stops at once.
+
+    ``POST /v1/apps/:appId/webhook/rotate-secret``. Errors: ``app_not_found``,
+    ``webhook_endpoint_not_found``."""
 
     def work(tx: Tx) -> ConfiguredEndpoint:
         require_app(tx, principal, app_id)
@@ -199,6 +217,8 @@ def send_test_event(rt: Runtime, principal: Principal, app_id: str) -> Event:
 
     Its ``data`` is the endpoint as ``GET`` shows it. It is ``livemode: false`` (decisions 11) and
     is sent even when the endpoint is disabled, so an endpoint can be tried before it is enabled.
+
+    ``POST /v1/apps/:appId/webhook/test``. Errors: ``app_not_found``, ``webhook_endpoint_not_found``.
     """
 
     def work(tx: Tx) -> Event:
@@ -222,7 +242,10 @@ def list_deliveries(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[WebhookDelivery]:
-    """The App's delivery records, newest first (they outlive a removed endpoint)."""
+    """The App's delivery records, newest first (they outlive a removed endpoint).
+
+    ``GET /v1/apps/:appId/webhook/deliveries``. Errors: ``app_not_found``, ``validation_error``
+    (``limit``), ``invalid_starting_after``."""
 
     def work(tx: Tx) -> Page[WebhookDelivery]:
         require_app(tx, principal, app_id)
@@ -238,6 +261,10 @@ def list_deliveries(
 
 
 def get_delivery(rt: Runtime, principal: Principal, app_id: str, delivery_id: str) -> WebhookDelivery:
+    """One delivery attempt of the App's events (``GET /v1/apps/:appId/webhook/deliveries/:deliveryId``).
+
+    Errors: ``app_not_found``, ``webhook_delivery_not_found``."""
+
     def work(tx: Tx) -> WebhookDelivery:
         require_app(tx, principal, app_id)
         delivery = tx.uow.webhook_deliveries.get(delivery_id)
@@ -274,6 +301,8 @@ def represent_endpoint(endpoint: WebhookEndpoint, *, secret: str | None = None) 
 
 
 def represent_delivery(delivery: WebhookDelivery) -> JsonObject:
+    """A delivery attempt as the API shows it: the event it carried, its outcome (``status``,
+    ``http_status``, ``duration_ms``, ``error``) and what the receiver answered."""
     return {
         "id": delivery.id,
         "object": "webhook_delivery",
