@@ -67,12 +67,12 @@ def may_access_app(tx: Tx, principal: Principal, app: App) -> bool:
     return principal.is_app_key and principal.app_id == app.id
 
 
-def require_program(tx: Tx, principal: Principal, program_id: str) -> Program:
+def require_program(tx: Tx, principal: Principal, program_id: str, *, for_update: bool = False) -> Program:
     """The program, if the caller may configure its App (:func:`may_access_app`); otherwise ``404`` as if
-    it did not exist.
+    it did not exist. ``for_update`` locks its row, for a caller that replaces it.
 
     Errors: ``program_not_found``."""
-    program = tx.uow.programs.get(program_id)
+    program = tx.uow.programs.get(program_id, for_update=for_update)
     if program is None or not _may_see_app(tx, principal, program.app_id):
         raise NotFound.of("program", program_id)
     return program

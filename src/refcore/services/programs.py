@@ -168,6 +168,8 @@ def update_program(rt: Runtime, principal: Principal, program_id: str, values: M
     rather than ignored.
 
     Errors: ``validation_error`` (such a field, or a bad value), ``program_not_found``."""
+    if not isinstance(values, Mapping):
+        raise ValidationError("the program's values must be a mapping of its fields")
     unknown = set(values) - _UPDATABLE
     if unknown:
         field = sorted(unknown)[0]
@@ -175,7 +177,9 @@ def update_program(rt: Runtime, principal: Principal, program_id: str, values: M
     settings = _settings(values)
 
     def work(tx: Tx) -> Program:
-        program = evolve(require_program(tx, principal, program_id), **settings)
+        # Locked, as every replaced record is: a status change at the same moment must not be
+        # undone by this replace, nor this one by it.
+        program = evolve(require_program(tx, principal, program_id, for_update=True), **settings)
         tx.uow.programs.replace(program)
         return program
 
@@ -202,7 +206,10 @@ def change_program_status(rt: Runtime, principal: Principal, program_id: str, ac
     allowed_from, target = move
 
     def work(tx: Tx) -> Program:
-        program = require_program(tx, principal, program_id)
+        # Locked before its status is judged: two moves at once (a pause and a disable of an
+        # active program) had both passed the check on PostgreSQL, and a disabled program could
+        # end up paused.
+        program = require_program(tx, principal, program_id, for_update=True)
         if program.status not in allowed_from:
             raise StateConflict(f"Cannot {action} a program that is {program.status.value}")
         program = evolve(program, status=target)
