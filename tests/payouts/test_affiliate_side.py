@@ -216,3 +216,17 @@ def test_requests_are_listed_per_caller(pw: PayoutWorld, key: Principal) -> None
     assert _fails(session_without_program) == ("validation_error", "program_id")
     by_key = payout_requests.list_payout_requests(pw.rt, pw.live_key, status="open")
     assert len(by_key.data) == 2
+
+
+def test_the_librarys_payout_balance_is_live_only_like_the_route(pw: PayoutWorld) -> None:
+    """``commissions.payout_balance`` had let a Test App key read the Live balance, which
+    ``GET /v1/payout-balance`` refuses."""
+    from refcore.models import KeyKind, Mode
+    from refcore.services import commissions
+
+    pw.earn(10_000)
+    test_key = pw.world.key(Mode.TEST, KeyKind.APP)
+    with pytest.raises(RefcoreError) as refused:
+        commissions.payout_balance(pw.rt, test_key, pw.world.affiliate.id)
+    assert refused.value.code == "live_key_required"
+    assert commissions.payout_balance(pw.rt, pw.live_key, pw.world.affiliate.id).pending == 2000

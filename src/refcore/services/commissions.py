@@ -13,6 +13,7 @@ from refcore.rules.entry_status import Balance, entry_status
 from refcore.services.access import require_program_affiliate
 from refcore.services.balances import live_balance
 from refcore.services.pagination import Page, paginate
+from refcore.services.payout_access import require_live
 from refcore.services.payout_state import PayoutStates
 from refcore.services.principal import Principal, PrincipalKind, Scope
 from refcore.services.runtime import Runtime, Tx
@@ -97,9 +98,13 @@ def balance_of(tx: Tx, program_affiliate_id: str) -> Balance:
 
 
 def payout_balance(rt: Runtime, principal: Principal, program_affiliate_id: str) -> Balance:
-    """Live only. Affiliates see their own; Developers see any affiliate of their Apps.
+    """Live only. Affiliates see their own; Developers see any affiliate of their Apps, with a
+    session or a Live App key, as ``GET /v1/payout-balance`` allows
+    (:func:`refcore.services.payout_accounts.get_payout_balance`): a Test App key had read the
+    Live balance here.
 
-    Errors: ``program_affiliate_not_found`` (also another affiliate's, for an affiliate key)."""
+    Errors: ``program_affiliate_not_found`` (also another affiliate's, for an affiliate key),
+    ``live_key_required``."""
 
     def work(tx: Tx) -> Balance:
         if principal.kind is PrincipalKind.AFFILIATE_KEY:
@@ -107,6 +112,7 @@ def payout_balance(rt: Runtime, principal: Principal, program_affiliate_id: str)
                 raise NotFound.of("program_affiliate", program_affiliate_id)
         else:
             require_program_affiliate(tx, principal, program_affiliate_id)
+            require_live(principal)
         return balance_of(tx, program_affiliate_id)
 
     return rt.read(work)

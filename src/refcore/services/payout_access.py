@@ -35,14 +35,6 @@ def require_live(principal: Principal) -> None:
         raise LiveKeyRequired("Payouts are Live only; use a Live App key (key_app_…)")
 
 
-def require_payout_operator(principal: Principal) -> None:
-    """Developer-side payout calls: a session or a Live App key.
-
-    Errors: ``forbidden``, ``live_key_required``."""
-    require_operator_kind(principal)
-    require_live(principal)
-
-
 def operator_program(
     tx: Tx, principal: Principal, program_id: str, *, as_resource: tuple[str, str] | None = None
 ) -> Program:
