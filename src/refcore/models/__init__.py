@@ -7,7 +7,7 @@ never replaced at all.
 from refcore.models.activity import Click, Customer, Referral
 from refcore.models.affiliate import AffiliateStatus, Link, ProgramAffiliate
 from refcore.models.app_profile import AgreementVersion, AppLogo
-from refcore.models.commission import CommissionEntry, EntryKind, EntryStatus
+from refcore.models.commission import Balance, CommissionEntry, EntryKind, EntryStatus
 from refcore.models.event import Event, EventType
 from refcore.models.mode import Mode
 from refcore.models.payout import (
@@ -39,6 +39,7 @@ __all__ = [
     "ApiKey",
     "App",
     "AppLogo",
+    "Balance",
     "Click",
     "CommissionEntry",
     "CommissionTerms",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from refcore.models.mode import Mode
 
@@ -43,3 +43,26 @@ class CommissionEntry:
     #: become payable before the earning it reverses.
     available_at: datetime
     created_at: datetime
+
+
+@frozen
+class Balance:
+    """Sums of a program affiliate's entries by status; ``available`` is net of negatives."""
+
+    pending: int = 0
+    held: int = 0
+    available: int = 0
+    paid: int = 0
+    #: Frozen in a payout that is prepared or ready (not yet reported).
+    processing: int = 0
+
+    def add(self, status: EntryStatus, amount: int) -> Balance:
+        if status is EntryStatus.PENDING:
+            return evolve(self, pending=self.pending + amount)
+        if status is EntryStatus.HELD:
+            return evolve(self, held=self.held + amount)
+        if status is EntryStatus.APPROVED:
+            return evolve(self, available=self.available + amount)
+        if status is EntryStatus.PROCESSING:
+            return evolve(self, processing=self.processing + amount)
+        return evolve(self, paid=self.paid + amount)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from attrs import evolve, frozen
+from refcore.models import Balance, CommissionEntry, EntryStatus
 
-from refcore.models import CommissionEntry, EntryStatus
+#: ``Balance`` lives with the entries it sums (``refcore.models``); kept importable from here,
+#: where it was first defined.
+__all__ = ["Balance", "entry_status"]
 
 
 def entry_status(
@@ -26,26 +28,3 @@ def entry_status(
     if now < entry.available_at:
         return EntryStatus.PENDING
     return EntryStatus.APPROVED
-
-
-@frozen
-class Balance:
-    """Sums of a program affiliate's entries by status; ``available`` is net of negatives."""
-
-    pending: int = 0
-    held: int = 0
-    available: int = 0
-    paid: int = 0
-    #: Frozen in a payout that is prepared or ready (not yet reported).
-    processing: int = 0
-
-    def add(self, status: EntryStatus, amount: int) -> Balance:
-        if status is EntryStatus.PENDING:
-            return evolve(self, pending=self.pending + amount)
-        if status is EntryStatus.HELD:
-            return evolve(self, held=self.held + amount)
-        if status is EntryStatus.APPROVED:
-            return evolve(self, available=self.available + amount)
-        if status is EntryStatus.PROCESSING:
-            return evolve(self, processing=self.processing + amount)
-        return evolve(self, paid=self.paid + amount)
