@@ -6,7 +6,9 @@ Paths choose the behaviour:
 - ``/slow``: answers 200 only after 5 seconds (or when the test ends);
 - ``/redirect``: answers 302 to ``/target`` on the same server;
 - ``/target``: the redirect's destination, which must never be hit;
-- ``/error``: answers 500.
+- ``/error``: answers 500;
+- ``/big``: answers 200 with 5000 bytes;
+- ``/nul``: answers 200 with a NUL byte in the body (``ok\\x00ok``), which no PostgreSQL text keeps.
 
 Every request is recorded (path, headers, raw body, verification problems) in arrival order.
 """
@@ -161,6 +163,8 @@ class Receiver:
                     self._answer(500, b"receiver exploded")
                 elif self.path == "/big":
                     self._answer(200, b"x" * 5000)
+                elif self.path == "/nul":
+                    self._answer(200, b"ok\x00ok")
                 else:
                     self._answer(200, b"ok")
 

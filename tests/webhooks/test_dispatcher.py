@@ -411,7 +411,13 @@ def test_a_pass_claiming_more_events_than_concurrency_sends_at_most_concurrency_
         world.add_affiliate()
     gated = GatedDeliverer()
     dispatcher = WebhookDispatcher(
-        world.rt, MemoryOutbox(database), box, cast(Deliverer, gated), concurrency=3, claim_batch=15
+        world.rt,
+        MemoryOutbox(database),
+        box,
+        cast(Deliverer, gated),
+        concurrency=3,
+        per_app_concurrency=3,  # one App here: let it use every slot
+        claim_batch=15,
     )
 
     run(dispatcher.run_once())
@@ -421,13 +427,21 @@ def test_a_pass_claiming_more_events_than_concurrency_sends_at_most_concurrency_
     assert len(deliveries(world)) == 12
 
 
-def test_a_lease_that_a_pass_of_attempts_could_outlast_is_refused(
+def test_a_lease_that_the_claimed_events_attempts_could_outlast_is_refused(
     rt: Runtime, database: MemoryDatabase, box: SecretBox, deliverer: Deliverer
 ) -> None:
-    """64 events, 8 at a time, 3 s each: the last attempt may start 21 s after the claim, and
-    past its lease another dispatcher could claim and send that event a second time."""
+    """64 claimed events of one App, 4 at a time (its share of 8 slots), 3 s each: the last
+    attempt may end 48 s after the claim, and past its lease another dispatcher could claim and
+    send that event a second time. 5 s more are kept for the endpoint reads and records."""
     with pytest.raises(ValueError, match="lease_seconds"):
-        WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, lease_seconds=24, claim_batch=64)
+        WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, lease_seconds=52, claim_batch=64)
+    with pytest.raises(ValueError, match="lease_seconds"):
+        WebhookDispatcher(
+            rt, MemoryOutbox(database), box, deliverer, concurrency=4, lease_seconds=LEASE_SECONDS
+        )  # 2 per App: 32 rounds
     with pytest.raises(ValueError, match="at least 1"):
         WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, claim_batch=0)
-    assert WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, lease_seconds=25, claim_batch=64)
+    with pytest.raises(ValueError, match="cannot exceed"):
+        WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, concurrency=2, per_app_concurrency=3)
+    assert WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer, lease_seconds=53, claim_batch=64)
+    assert WebhookDispatcher(rt, MemoryOutbox(database), box, deliverer) is not None  # the defaults hold

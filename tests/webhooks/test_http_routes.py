@@ -90,6 +90,30 @@ def test_http_urls_and_bad_fields_are_validation_errors_naming_the_field(
     expect(client.get(_hook(tenant), tenant.session), 404, "webhook_endpoint_not_found")
 
 
+def test_put_refuses_urls_no_delivery_can_reach_and_keeps_accepting_deliverable_ones(
+    client: Client, tenant: Tenant
+) -> None:
+    """These were accepted, then failed every attempt: httpx refuses non-canonical IPv4 and
+    invalid IDNA, the resolver's IDNA codec refuses empty and over-long labels, ``xn--`` is no
+    A-label, and a percent sign in the host is looked up as it stands."""
+    for url in (
+        "https://0177.0.0.1/",
+        "https://127.000.000.001/",
+        "https://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ/",
+        "https://a..b/",
+        "https://xn--/",
+        "https://" + "a" * 300 + ".com/",
+        "https://evil.com%40localhost/",
+    ):
+        error = expect(client.request("PUT", _hook(tenant), tenant.session, json={"url": url}), 400)["error"]
+        assert (error["code"], error.get("param")) == ("validation_error", "url"), (url, error)
+    expect(client.get(_hook(tenant), tenant.session), 404, "webhook_endpoint_not_found")
+    for url in ("https://bücher.example/hook", "https://2130706433/", "https://[::1]:8443/x", URL):
+        answer = client.request("PUT", _hook(tenant), tenant.session, json={"url": url})
+        assert answer.status_code in (200, 201), (url, answer.text)
+        assert answer.json()["url"] == url
+
+
 def test_rotate_test_and_delete(client: Client, tenant: Tenant) -> None:
     created = expect(client.request("PUT", _hook(tenant), tenant.session, json={"url": URL}), 201)
 

@@ -39,6 +39,7 @@ def _serve_dispatcher(database_url: str, ca_bundle: str, start: multiprocessing.
         SecretBox(SECRET_KEY),
         Deliverer(allow_private_networks=True, ca_bundle=ca_bundle, timeout_seconds=TEST_BUDGET),
         concurrency=4,
+        per_app_concurrency=4,  # one App: 64 claimed events, 16 rounds of 3 s, within the lease
     )
     start.wait(30)
     try:

@@ -13,6 +13,9 @@ The rules, each enforced here:
   backend that never looks the name up again, while the ``Host`` header, TLS SNI and certificate
   verification still use the host name of the URL.
 - **One attempt.** No retries at any level (the connection pool is told ``retries=0``).
+- **Recordable outcome.** The text of an :class:`Outcome` (the response body, the error) never
+  holds a NUL or an unpaired surrogate, which no database text column keeps: a record refused
+  by the database would leave the event claimed, to be sent again after every lease.
 
 The outcome is returned, never raised: the caller records it.
 """
@@ -20,6 +23,7 @@ The outcome is returned, never raised: the caller records it.
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
@@ -27,7 +31,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Seq
 import certifi
 import httpcore
 import httpx
-from attrs import frozen
+from attrs import field, frozen
 
 from refcore_http.webhooks.ssrf import (
     BlockedDestination,
@@ -42,14 +46,33 @@ RESPONSE_BODY_LIMIT = 1024
 _ERROR_LIMIT = 500
 
 
+#: What no text column of every store keeps: NUL (PostgreSQL refuses it in ``text``) and an
+#: unpaired surrogate (not encodable as UTF-8).
+_UNRECORDABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def recordable(text: str | None) -> str | None:
+    """``text`` with each NUL and unpaired surrogate replaced by U+FFFD, as invalid UTF-8 is.
+
+    Everything an :class:`Outcome` holds as text comes, at least in part, from the receiver: the
+    body it answered, and error messages that quote what it sent. Recording an attempt must never
+    fail on that text: a record refused by the database leaves its event claimed, and after the
+    lease the event would be sent again, and again (decisions 7: one attempt, no retry)."""
+    if text is None or not _UNRECORDABLE.search(text):
+        return text
+    return _UNRECORDABLE.sub("\ufffd", text)
+
+
 @frozen
 class Outcome:
     succeeded: bool
     duration_ms: int
     http_status: int | None = None
-    error: str | None = None
-    #: The first 1 KiB of the response body, decoded as UTF-8 (invalid bytes replaced).
-    response_body: str | None = None
+    #: Why the attempt failed; recordable as it stands (see :func:`recordable`).
+    error: str | None = field(default=None, converter=recordable)
+    #: The first 1 KiB of the response body, decoded as UTF-8, invalid bytes, NUL and unpaired
+    #: surrogates replaced by U+FFFD; ``None`` when no response arrived.
+    response_body: str | None = field(default=None, converter=recordable)
 
 
 def tls_context(ca_bundle: str | None = None) -> ssl.SSLContext:

@@ -23,11 +23,12 @@ turns the whole guard off; resolution and pinning still happen.
 from __future__ import annotations
 
 import asyncio
-import re
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 from urllib.parse import unquote
+
+from refcore.rules.webhook_url import legacy_ipv4
 
 IPAddress = IPv4Address | IPv6Address
 
@@ -79,8 +80,6 @@ _BLOCKED_V6: tuple[tuple[IPv6Network, str], ...] = tuple(
 
 _NAT64 = IPv6Network("64:ff9b::/96")
 
-_LEGACY_PART = re.compile(r"^(0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*)$")
-
 
 def parse_numeric_host(host: str) -> IPAddress | None:
     """The address a host literally names, or ``None`` for a host name.
@@ -96,25 +95,7 @@ def parse_numeric_host(host: str) -> IPAddress | None:
         return ip_address(text)
     except ValueError:
         pass
-    parts = text.split(".")
-    if not 1 <= len(parts) <= 4 or not all(_LEGACY_PART.fullmatch(p) for p in parts):
-        return None
-    values = [_legacy_value(p) for p in parts]
-    *leading, last = values
-    if any(v > 255 for v in leading) or last >= 256 ** (4 - len(leading)):
-        return None
-    value = last
-    for index, part in enumerate(leading):
-        value |= part << (8 * (3 - index))
-    return IPv4Address(value)
-
-
-def _legacy_value(part: str) -> int:
-    if part[:2].lower() == "0x":
-        return int(part[2:] or "0", 16)
-    if part.startswith("0"):
-        return int(part, 8)
-    return int(part)
+    return legacy_ipv4(text)  # one reading of the numeric spellings, the URL rule's
 
 
 def unmapped(address: IPAddress) -> IPAddress:
