@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from attrs import evolve
@@ -24,7 +25,9 @@ from refcore.rules.entry_status import Balance
 from refcore.services import payout_requests
 from refcore.services.runtime import Runtime, Tx
 from tests.payouts.races import race_mark_paid_report_and_batch
-from tests.payouts.world import affiliate_key, build_payout_world
+from tests.payouts.world import PayoutWorld, affiliate_key, build_payout_world
+
+T = TypeVar("T")
 
 
 def test_the_full_payout_cycle_holds_on_every_store(runtime: Runtime, clock: ManualClock) -> None:
@@ -96,20 +99,13 @@ def test_a_payout_beyond_32_bits_is_paid_on_every_store(runtime: Runtime, clock:
     assert pw.balance() == Balance(paid=owed)
 
 
-def test_a_payout_request_made_while_mark_paid_pays_its_money_is_closed_as_paid(
-    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """docs/payouts.md: an open request becomes ``paid`` when a payout to its affiliate succeeds.
-
-    The request holds its affiliate's row lock from its first read to its commit. The request
-    here is held just after it read the balance, and mark-paid runs meanwhile: it must wait for
-    the request (and then close it as paid), not pay the balance and miss the request that was
-    not yet committed. On PostgreSQL it did not wait, and the request stayed ``open`` for money
-    already paid, refusing every later request."""
-    pw = build_payout_world(runtime, clock, hold_days=0)
-    pw.earn(10_000)
-    pw.past_hold()
-    principal, _ = affiliate_key(runtime, pw.world.affiliate)
+def request_held_during(
+    pw: PayoutWorld, monkeypatch: pytest.MonkeyPatch, other: Callable[[], T]
+) -> tuple[Any, T]:
+    """Make the affiliate's payout request, hold it just after its read of the balance, run
+    ``other`` meanwhile, and let the request go on only once ``other`` has waited half a second
+    (it returns early only if it did not wait for the request). The request and ``other``'s result."""
+    principal, _ = affiliate_key(pw.rt, pw.world.affiliate)
     request_read_the_balance, request_may_go_on = threading.Event(), threading.Event()
     real_funds_of = payout_requests.funds_of
 
@@ -123,11 +119,27 @@ def test_a_payout_request_made_while_mark_paid_pays_its_money_is_closed_as_paid(
     with ThreadPoolExecutor(max_workers=2) as pool:
         requested = pool.submit(pw.request, principal)
         assert request_read_the_balance.wait(10)
-        paid = pool.submit(pw.mark_paid)
+        running = pool.submit(other)
         with contextlib.suppress(TimeoutError):
-            paid.result(timeout=0.5)  # returns here only if mark-paid did not wait for the request
+            running.result(timeout=0.5)
         request_may_go_on.set()
-        request, execution = requested.result(timeout=10), paid.result(timeout=10)
+        return requested.result(timeout=10), running.result(timeout=10)
+
+
+def test_a_payout_request_made_while_mark_paid_pays_its_money_is_closed_as_paid(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/payouts.md: an open request becomes ``paid`` when a payout to its affiliate succeeds.
+
+    The request holds its affiliate's row lock from its first read to its commit. The request
+    here is held just after it read the balance, and mark-paid runs meanwhile: it must wait for
+    the request (and then close it as paid), not pay the balance and miss the request that was
+    not yet committed. On PostgreSQL it did not wait, and the request stayed ``open`` for money
+    already paid, refusing every later request."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    pw.earn(10_000)
+    pw.past_hold()
+    request, execution = request_held_during(pw, monkeypatch, pw.mark_paid)
 
     assert execution.amount == 2000
     [stored] = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
@@ -148,25 +160,7 @@ def test_a_payout_request_made_while_a_batch_is_prepared_is_paid_by_that_batch(
     pw = build_payout_world(runtime, clock, hold_days=0)
     pw.earn(10_000)
     pw.past_hold()
-    principal, _ = affiliate_key(runtime, pw.world.affiliate)
-    request_read_the_balance, request_may_go_on = threading.Event(), threading.Event()
-    real_funds_of = payout_requests.funds_of
-
-    def held_funds_of(tx: Tx, program_affiliate_id: str) -> Any:
-        funds = real_funds_of(tx, program_affiliate_id)
-        request_read_the_balance.set()
-        assert request_may_go_on.wait(10)
-        return funds
-
-    monkeypatch.setattr(payout_requests, "funds_of", held_funds_of)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        requested = pool.submit(pw.request, principal)
-        assert request_read_the_balance.wait(10)
-        prepared = pool.submit(pw.prepare)
-        with contextlib.suppress(TimeoutError):
-            prepared.result(timeout=0.5)  # returns here only if the batch did not wait
-        request_may_go_on.set()
-        request, batch = requested.result(timeout=10), prepared.result(timeout=10)
+    request, batch = request_held_during(pw, monkeypatch, pw.prepare)
 
     [execution] = pw.dispatch(batch.id).executions
     pw.report(execution.id, "succeeded", "k1")

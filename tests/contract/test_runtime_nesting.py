@@ -3,7 +3,7 @@ and a notifier that fails after a commit does not turn the committed write into 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pytest
 from attrs import evolve
@@ -12,16 +12,8 @@ from refcore.clocks import ManualClock
 from refcore.errors import InternalError
 from refcore.models import Event, EventType, Organization
 from refcore.services.runtime import Runtime, Tx
+from tests.contract.organization_work import add_organization
 from tests.contract.scenario import build_world
-
-
-def _add(name: str) -> Callable[[Tx], Organization]:
-    def work(tx: Tx) -> Organization:
-        organization = Organization(id=tx.new_id("org"), name=name, created_at=tx.now)
-        tx.uow.organizations.add(organization)
-        return organization
-
-    return work
 
 
 def _names(runtime: Runtime) -> list[str]:
@@ -33,13 +25,13 @@ def test_a_transaction_inside_another_transactions_work_is_refused(runtime: Runt
     the outer one failed; SQLite had refused it with a message about its writer."""
 
     def outer(tx: Tx) -> None:
-        _add("outer")(tx)
-        runtime.transaction(_add("inner"))
+        add_organization("outer")(tx)
+        runtime.transaction(add_organization("inner"))
 
     with pytest.raises(InternalError, match="inside another transaction"):
         runtime.transaction(outer)
     assert _names(runtime) == []
-    runtime.transaction(_add("after"))  # the next one runs as usual
+    runtime.transaction(add_organization("after"))  # the next one runs as usual
     assert _names(runtime) == ["after"]
 
 
@@ -59,7 +51,7 @@ def test_a_notifier_that_fails_after_a_commit_does_not_fail_the_write(
 
     def work(tx: Tx) -> Organization:
         tx.emit(EventType.AFFILIATE_CREATED, app_id=world.app.id, livemode=True, data={"id": "aff_1"})
-        return _add("noted")(tx)
+        return add_organization("noted")(tx)
 
     with caplog.at_level("ERROR", logger="refcore.runtime"):
         assert failing.transaction(work).name == "noted"
