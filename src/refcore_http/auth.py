@@ -46,7 +46,12 @@ def bearer_credential(request: Request) -> str | None:
         return None
     if repeated(request, b"authorization"):
         raise Unauthenticated("Send one Authorization header; this request has several")
-    scheme, _, credential = sent.strip().partition(" ")
+    return credential_in(sent)
+
+
+def credential_in(authorization: str) -> str:
+    """The credential of an ``Authorization`` header's value; not ``Bearer <credential>`` is 401."""
+    scheme, _, credential = authorization.strip().partition(" ")
     credential = credential.strip()
     if scheme.lower() != "bearer" or not credential or len(credential) > _MAX_CREDENTIAL:
         raise Unauthenticated("Send the credential as Authorization: Bearer <key or session token>")

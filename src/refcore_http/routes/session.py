@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from refcore.representation import JsonObject, timestamp
 from refcore.services import tenancy
+from refcore_http.auth import credential_in
 from refcore_http.endpoints import SESSION, Call, Endpoint, Reply, ok, returns
 from refcore_http.schemas import OBJECTS, resource
 
 
 def _own_token(call: Call) -> str:
-    """The token this request authenticated with. The dispatcher has already refused anything
-    but one ``Authorization: Bearer <token>`` header, so this reads it as it did; the principal
-    alone would not do, since it names the user and a user may hold several sessions."""
-    sent = call.headers.get("authorization") or call.headers.get("Authorization") or ""
-    _scheme, _, token = sent.strip().partition(" ")
-    return token.strip()
+    """The token this request authenticated with, read from its one ``Authorization`` header as
+    the dispatcher read it (:func:`refcore_http.auth.credential_in`); the principal alone would
+    not do, since it names the user and a user may hold several sessions."""
+    return credential_in(call.headers.get("authorization", ""))
 
 
 def end_session(call: Call) -> Reply:
