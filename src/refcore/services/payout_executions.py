@@ -134,11 +134,11 @@ def record_success(tx: Tx, execution: PayoutExecution) -> None:
     # A batch's payout closes the request it was prepared to pay; mark-paid's own payout
     # (no batch) pays everything available under the same lock, so any request not promised
     # to a payout still in flight.
-    pays_request = request is not None and (
-        request.payout_execution_id == execution.id
-        or (execution.batch_id is None and request.payout_execution_id is None)
-    )
-    if request is not None and pays_request:
+    if request is None:
+        return
+    promised_here = request.payout_execution_id == execution.id
+    unpromised_and_mark_paid = request.payout_execution_id is None and execution.batch_id is None
+    if promised_here or unpromised_and_mark_paid:
         tx.uow.payout_requests.replace(
             evolve(
                 request,
