@@ -132,16 +132,21 @@ _KINDS: dict[str, EventOf] = {
 }
 
 
+def _refused_without_a_trace(paid: Paid, kind: str, currency: object, code: str) -> None:
+    """The event of ``kind`` in ``currency`` is ``400 code`` on ``currency`` and changes no ledger."""
+    before = paid.ledger()
+    event_type, obj = _KINDS[kind](paid, currency)
+    body = expect(paid.deliver(event_type, obj), 400, code)
+    assert body["error"]["param"] == "currency"
+    assert paid.ledger() == before
+
+
 @pytest.mark.parametrize("currency", ["jpy", "eur"])
 @pytest.mark.parametrize("kind", sorted(_KINDS))
 def test_a_processor_refund_or_dispute_in_another_currency_than_its_payment_is_refused(
     paid: Paid, kind: str, currency: str
 ) -> None:
-    before = paid.ledger()
-    event_type, obj = _KINDS[kind](paid, currency)
-    body = expect(paid.deliver(event_type, obj), 400, "currency_mismatch")
-    assert body["error"]["param"] == "currency"
-    assert paid.ledger() == before
+    _refused_without_a_trace(paid, kind, currency, "currency_mismatch")
 
 
 @pytest.mark.parametrize("currency", ["NOT-A-CURRENCY", "USD", "us", "usd\n", "", 840, None, _MISSING])
@@ -149,11 +154,7 @@ def test_a_processor_refund_or_dispute_in_another_currency_than_its_payment_is_r
 def test_a_processor_refund_or_dispute_without_a_well_formed_currency_is_a_validation_error(
     paid: Paid, kind: str, currency: object
 ) -> None:
-    before = paid.ledger()
-    event_type, obj = _KINDS[kind](paid, currency)
-    body = expect(paid.deliver(event_type, obj), 400, "validation_error")
-    assert body["error"]["param"] == "currency"
-    assert paid.ledger() == before
+    _refused_without_a_trace(paid, kind, currency, "validation_error")
 
 
 @pytest.mark.parametrize("kind", sorted(_KINDS))
