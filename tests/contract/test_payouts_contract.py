@@ -22,7 +22,7 @@ from refcore.errors import ConcurrentWrite
 from refcore.models import EventType
 from refcore.models.payout import PayoutExecutionStatus, PayoutRequestStatus
 from refcore.rules.entry_status import Balance
-from refcore.services import payout_requests
+from refcore.services import payout_requests, payouts
 from refcore.services.runtime import Runtime, Tx
 from tests.payouts.races import race_mark_paid_report_and_batch
 from tests.payouts.world import PayoutWorld, affiliate_key, build_payout_world
@@ -107,15 +107,15 @@ def request_held_during(
     (it returns early only if it did not wait for the request). The request and ``other``'s result."""
     principal, _ = affiliate_key(pw.rt, pw.world.affiliate)
     request_read_the_balance, request_may_go_on = threading.Event(), threading.Event()
-    real_funds_of = payout_requests.funds_of
+    real_live_balance = payout_requests.live_balance
 
-    def held_funds_of(tx: Tx, program_affiliate_id: str) -> Any:
-        funds = real_funds_of(tx, program_affiliate_id)
+    def held_live_balance(tx: Tx, program_affiliate_id: str) -> Any:
+        balance = real_live_balance(tx, program_affiliate_id)
         request_read_the_balance.set()
         assert request_may_go_on.wait(10)
-        return funds
+        return balance
 
-    monkeypatch.setattr(payout_requests, "funds_of", held_funds_of)
+    monkeypatch.setattr(payout_requests, "live_balance", held_live_balance)
     with ThreadPoolExecutor(max_workers=2) as pool:
         requested = pool.submit(pw.request, principal)
         assert request_read_the_balance.wait(10)
@@ -171,3 +171,60 @@ def test_a_payout_request_made_while_a_batch_is_prepared_is_paid_by_that_batch(
         PayoutRequestStatus.PAID,
         execution.id,
     )
+
+
+def test_ready_payout_pages_skip_affiliates_that_are_not_ready_and_join_up_on_every_store(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """docs/payouts.md, ready payouts: a page reads balances only until it is full, so paging
+    with ``starting_after`` must give exactly the full list, newest affiliate first, with
+    ``has_more`` on every page but the last, whatever lies between the ready affiliates (nothing
+    earned, less than the minimum, everything just paid) and whether a row is an available
+    balance or a dispatched payout still waiting for its report."""
+    pw = build_payout_world(runtime, clock, hold_days=0, minimum_payout=1500)
+    world = pw.world
+    made = [world.add_affiliate(f"ally{n}@example.com") for n in range(9)]
+    for n, affiliate in enumerate(made):
+        if n % 3 == 0 or n == 4:
+            pw.earn(10_000, affiliate)  # 2000: ready
+        if n % 3 == 1:
+            pw.earn(5_000, affiliate)  # 1000: less than the minimum, unless it earned more
+    pw.earn(10_000)
+    pw.past_hold()
+    executions = pw.dispatch(pw.prepare().id).executions
+    amounts = {e.program_affiliate_id: e.amount for e in executions}
+    assert amounts == {made[n].id: a for n, a in ((0, 2000), (3, 2000), (4, 3000), (6, 2000))} | {
+        world.affiliate.id: 2000
+    }
+    for execution in executions:
+        if execution.program_affiliate_id != made[4].id:  # made[4]'s stays dispatched, unreported
+            pw.report(execution.id, "succeeded", f"k-{execution.id}")
+    for n in (0, 3, 6):
+        pw.earn(10_000, made[n])
+    pw.past_hold()
+
+    full = pw.ready()
+    expected = sorted((made[n].id for n in (0, 3, 4, 6)), reverse=True)
+    assert [row.affiliate.id for row in full] == expected
+    assert {row.affiliate.id: row.amount for row in full} == {
+        made[0].id: 2000,
+        made[3].id: 2000,
+        made[4].id: 3000,
+        made[6].id: 2000,
+    }
+    for size in (1, 2, 3, 4):
+        pages, cursor = [], None
+        for _ in range(len(expected) + 1):  # bounded: a cursor that repeats a row must fail, not hang
+            page = payouts.list_ready_payouts(
+                runtime, world.session, world.program.id, limit=size, starting_after=cursor
+            )
+            pages.append(page)
+            if not page.has_more:
+                break
+            cursor = page.data[-1].affiliate.id
+        assert [row.affiliate.id for p in pages for row in p.data] == expected
+        assert all(len(p.data) == size for p in pages[:-1]) and 0 < len(pages[-1].data) <= size
+    last_listed = payouts.list_ready_payouts(
+        runtime, world.session, world.program.id, limit=25, starting_after=expected[-1]
+    )
+    assert (last_listed.data, last_listed.has_more) == ([], False)

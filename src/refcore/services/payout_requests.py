@@ -19,6 +19,7 @@ from refcore.errors import NotFound, StateConflict, ValidationError
 from refcore.models.payout import PayoutRequest, PayoutRequestStatus
 from refcore.rules.payouts import is_ready
 from refcore.services.access import require_program_affiliate
+from refcore.services.balances import live_balance
 from refcore.services.pagination import Page, paginate
 from refcore.services.payout_access import (
     is_affiliate,
@@ -27,7 +28,6 @@ from refcore.services.payout_access import (
     require_live,
     require_operator_kind,
 )
-from refcore.services.payout_state import funds_of
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import require_choice, require_text
@@ -48,7 +48,7 @@ def create_payout_request(rt: Runtime, principal: Principal, program_id: object)
         open_request = tx.uow.payout_requests.find_one({"open_program_affiliate_id": affiliate.id})
         if open_request is not None:
             raise StateConflict(f"Payout request {open_request.id} is already open")
-        available = funds_of(tx, affiliate.id).balance.available
+        available = live_balance(tx, affiliate.id).available
         if available <= 0:
             raise StateConflict("Nothing is available to pay out yet")
         if not is_ready(available, program.minimum_payout):

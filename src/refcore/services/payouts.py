@@ -38,6 +38,7 @@ from refcore.models.payout import (
 )
 from refcore.representation import represent
 from refcore.rules.payouts import csv_cell, is_ready, payout_total
+from refcore.services.balances import live_balance
 from refcore.services.pagination import Page, paginate, require_limit
 from refcore.services.payout_access import operator_program, require_live, require_operator_kind
 from refcore.services.payout_executions import (
@@ -90,20 +91,36 @@ def ready_payout_of(tx: Tx, program: Program, affiliate: ProgramAffiliate) -> Re
     in_flight = tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id})
     if in_flight is not None and in_flight.status is not PayoutExecutionStatus.READY:
         return None
-    details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
     if in_flight is not None:
+        details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
         return ReadyPayout(affiliate, in_flight.amount, in_flight.currency, in_flight, details)
-    available = funds_of(tx, affiliate.id).balance.available
+    # The aggregate read, not funds_of: that loads every entry the affiliate ever earned and
+    # its payment, so a page of ready payouts took as long as the program's whole history
+    # (0.5 s at 10 thousand entries, 3.9 s at 100 thousand). The contract suite holds the two
+    # to the same sums.
+    available = live_balance(tx, affiliate.id).available
     if is_ready(available, program.minimum_payout):
+        details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
         return ReadyPayout(affiliate, available, program.currency, None, details)
     return None
 
 
-def _ready_payouts_in(tx: Tx, program: Program) -> list[ReadyPayout]:
-    """Every ready payout of the program, newest affiliate first."""
-    affiliates = tx.uow.program_affiliates.find_all({"program_id": program.id})
-    payouts = [ready_payout_of(tx, program, a) for a in reversed(affiliates)]
-    return [p for p in payouts if p is not None]
+def _ready_payouts_in(
+    tx: Tx, program: Program, *, before: str | None = None, wanted: int | None = None
+) -> list[ReadyPayout]:
+    """The program's ready payouts, newest affiliate first: of the affiliates older than
+    ``before`` (a cursor), and no more than ``wanted`` (a page and one more, to tell has_more),
+    so that a page reads only as many balances as it needs to fill."""
+    found: list[ReadyPayout] = []
+    for affiliate in reversed(tx.uow.program_affiliates.find_all({"program_id": program.id})):
+        if before is not None and affiliate.id >= before:
+            continue
+        payout = ready_payout_of(tx, program, affiliate)
+        if payout is not None:
+            found.append(payout)
+            if wanted is not None and len(found) >= wanted:
+                break
+    return found
 
 
 def list_ready_payouts(
@@ -122,7 +139,6 @@ def list_ready_payouts(
 
     def work(tx: Tx) -> Page[ReadyPayout]:
         program = operator_program(tx, principal, program_id)
-        rows = _ready_payouts_in(tx, program)
         if starting_after is not None:
             cursor = (
                 tx.uow.program_affiliates.get(starting_after) if prefix_of(starting_after) == "aff" else None
@@ -131,7 +147,7 @@ def list_ready_payouts(
                 raise InvalidStartingAfter(
                     "starting_after must be the ID of an object from this same list", param="starting_after"
                 )
-            rows = [r for r in rows if r.affiliate.id < starting_after]
+        rows = _ready_payouts_in(tx, program, before=starting_after, wanted=size + 1)
         return Page(data=rows[:size], has_more=len(rows) > size)
 
     return rt.read(work)
@@ -249,6 +265,8 @@ def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> Payo
         for affiliate in tx.uow.program_affiliates.find_all({"program_id": program.id}):
             if tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id}) is not None:
                 continue  # one payout in flight per affiliate: settle it first
+            if not is_ready(live_balance(tx, affiliate.id).available, program.minimum_payout):
+                continue  # the aggregate read: only a ready affiliate's entries are loaded
             funds = funds_of(tx, affiliate.id)
             if is_ready(funds.balance.available, program.minimum_payout):
                 plans.append((affiliate, funds.payable))
