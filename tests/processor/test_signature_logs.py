@@ -133,12 +133,12 @@ def test_a_missing_header_logs_that_it_is_missing(
 @pytest.mark.parametrize(
     ("header", "part"),
     [
-        ("v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd", "no t=<unix seconds>"),
-        ("t=notanumber,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff", "no t=<unix seconds>"),
+        ("v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd", "no single t=<unix seconds>"),
+        ("t=notanumber,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff", "no single t=<unix seconds>"),
         ("t=1767225600", "no v1=<signature>"),
         ("t=1767225600,v0=6ffbb59b2300aae63f272406069a9788598b792a944a07aba8", "no v1=<signature>"),
         ("t=1767225600,v1=", "no v1=<signature>"),
-        ("garbled-beyond-recognition-7ecebeda32affa62", "no t=<unix seconds>"),
+        ("garbled-beyond-recognition-7ecebeda32affa62", "no single t=<unix seconds>"),
     ],
 )
 def test_a_garbled_header_logs_that_it_is_malformed(

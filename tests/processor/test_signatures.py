@@ -112,6 +112,38 @@ def test_a_replayed_capture_is_refused_once_it_is_stale(
 
 
 @pytest.mark.parametrize(
+    "rewrite",
+    [
+        "t=+{old},t={now}",
+        "t= {old},t={now}",
+        "t={old},t={now}",
+        "t={now},t={old}",
+        " t={now},t={old}",
+        "t=0{old}",
+    ],
+)
+def test_a_stale_capture_cannot_be_refreshed_by_rewriting_its_timestamp(
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation, rewrite: str
+) -> None:
+    """docs/processor.md, check 4: a captured delivery replayed later is refused. The signature
+    is checked over the first ``t`` that ``int()`` reads (``+old`` and `` old`` included); had
+    the freshness check read a second, current ``t``, the week-old capture would verify."""
+    charge = _charge(client, acme, installation, clock, "ch_rewritten")
+    signed = clock.now() - timedelta(days=7)
+    body = payloads.encode(
+        payloads.event(
+            "charge.succeeded", charge, account=installation.account, livemode=False, created=signed
+        )
+    )
+    captured = payloads.sign(body, installation.secret, signed)
+    old, now = int(signed.timestamp()), int(clock.now().timestamp())
+    assert captured.startswith(f"t={old},")
+    header = captured.replace(f"t={old}", rewrite.format(old=old, now=now), 1)
+    expect(post_event(client, body, header), 400, "invalid_signature")
+    assert _payments(client, acme.test_key) == []
+
+
+@pytest.mark.parametrize(
     "header",
     [None, "", "v1=0123", "t=notanumber,v1=00", "t=1767225600", "t=1767225600,v0=abc"],
 )

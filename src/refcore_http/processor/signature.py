@@ -44,28 +44,37 @@ def signed_at(header: str) -> datetime:
     timestamp = _timestamp_of(header)
     if timestamp is None:
         raise SignatureRefused(
-            f"The {SIGNATURE_HEADER} header has no t= timestamp",
-            check=f"the {SIGNATURE_HEADER} header is malformed: it has no t=<unix seconds>",
+            f"The {SIGNATURE_HEADER} header has no single t= timestamp",
+            check=f"the {SIGNATURE_HEADER} header is malformed: it has no single t=<unix seconds>",
         )
     return timestamp
 
 
 def _timestamp_of(header: str) -> datetime | None:
-    for item in header.split(","):
-        key, _, value = item.strip().partition("=")
-        if key == "t" and value.isdigit():
-            try:
-                return datetime.fromtimestamp(int(value), tz=UTC)
-            except (OverflowError, OSError, ValueError):
-                return None
-    return None
+    """The header's one ``t=``, when it is plain ASCII digits; else ``None``.
+
+    The signature is checked by the processor's package, which reads the first item keyed
+    exactly ``t`` with ``int()``: that takes ``+123``, `` 123`` and ``1_23`` too. Had the
+    freshness check read another ``t`` (the first that was all digits), a captured delivery
+    could be replayed at any later time by sending ``t=+<old>,t=<now>``: the old time verifies
+    the signature and the new one passes the tolerance. One ``t``, spelt only in digits, is
+    read the same way by both."""
+    values = [
+        value for key, _, value in (item.partition("=") for item in header.split(",")) if key.strip() == "t"
+    ]
+    if len(values) != 1 or not (values[0].isascii() and values[0].isdigit()):
+        return None
+    try:
+        return datetime.fromtimestamp(int(values[0]), tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _malformation(header: str) -> str | None:
     """What is wrong with the header's form (for the log: names the part, never shows it)."""
     items = [item.strip().partition("=") for item in header.split(",")]
     if _timestamp_of(header) is None:
-        return "it has no t=<unix seconds>"
+        return "it has no single t=<unix seconds>"
     if not any(key == "v1" and value for key, _, value in items):
         return "it has no v1=<signature>"
     return None
@@ -82,6 +91,7 @@ def verify_signature(payload: bytes, header: str | None, secret: str, *, now: da
     """Raise ``invalid_signature`` unless ``header`` signs ``payload`` with ``secret`` recently."""
     if not header:
         raise header_missing()
+    timestamp = signed_at(header)  # before the signature: the one t= both checks then read
     try:
         stripe.WebhookSignature.verify_header(payload, header, secret, tolerance=None)
     except stripe.SignatureVerificationError:
@@ -96,7 +106,7 @@ def verify_signature(payload: bytes, header: str | None, secret: str, *, now: da
         raise SignatureRefused(
             UNVERIFIED, check="the body is not UTF-8, so no signature of it can match"
         ) from None
-    skew = now - signed_at(header)
+    skew = now - timestamp
     if abs(skew) > TOLERANCE:
         direction = "before" if skew > timedelta(0) else "after"
         raise SignatureRefused(
