@@ -173,6 +173,72 @@ def test_a_payout_request_made_while_a_batch_is_prepared_is_paid_by_that_batch(
     )
 
 
+def payout_held_during(
+    pw: PayoutWorld, monkeypatch: pytest.MonkeyPatch, payout: Callable[[], T], other: Callable[[], Any]
+) -> tuple[T, Any]:
+    """Run ``payout`` (mark-paid or a batch), hold it just after it has read the affiliate's
+    funds, run ``other`` meanwhile, and let the payout go on once ``other`` has finished or
+    waited half a second. The payout's and ``other``'s results."""
+    payout_read_the_funds, payout_may_go_on = threading.Event(), threading.Event()
+    real_funds_of = payouts.funds_of
+
+    def held_funds_of(tx: Tx, program_affiliate_id: str) -> Any:
+        funds = real_funds_of(tx, program_affiliate_id)
+        if not payout_read_the_funds.is_set():
+            payout_read_the_funds.set()
+            assert payout_may_go_on.wait(10)
+        return funds
+
+    monkeypatch.setattr(payouts, "funds_of", held_funds_of)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        paying = pool.submit(payout)
+        assert payout_read_the_funds.wait(10)
+        running = pool.submit(other)
+        with contextlib.suppress(TimeoutError):
+            running.result(timeout=0.5)
+        payout_may_go_on.set()
+        return paying.result(timeout=10), running.result(timeout=10)
+
+
+@pytest.mark.parametrize("payout", ["mark_paid", "batch"])
+def test_a_request_for_money_that_came_after_a_payouts_read_is_not_closed_by_that_payout(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, payout: str
+) -> None:
+    """docs/payouts.md: a request being made either is named by the payout that froze its money,
+    or asks only for what the payout left. Here a payout has read the affiliate's 2,000 when a
+    payment adds 1,000 and the affiliate asks for its balance. The payout read the funds under
+    the affiliate's row lock, so the request waits for it and asks for the 1,000 left, and stays
+    open after the payout succeeds. On PostgreSQL the payout had read first and locked later:
+    the request asked for 3,000 and was closed as paid by the payout of 2,000."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    principal, _ = affiliate_key(pw.rt, pw.world.affiliate)
+    pw.earn(10_000)
+    pw.past_hold()
+
+    def pay() -> Any:
+        if payout == "mark_paid":
+            return pw.mark_paid()
+        return pw.prepare()
+
+    def earn_then_request() -> Any:
+        pw.earn(5_000)
+        return pw.request(principal)
+
+    paid, request = payout_held_during(pw, monkeypatch, pay, earn_then_request)
+    if payout == "batch":
+        [paid] = pw.dispatch(paid.id).executions
+        pw.report(paid.id, "succeeded", "k1")
+    assert paid.amount == 2000
+    [stored] = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
+    assert (stored.id, stored.amount, stored.status, stored.payout_execution_id) == (
+        request.id,
+        1000,
+        PayoutRequestStatus.OPEN,
+        None,
+    )
+    assert pw.balance() == Balance(available=1000, paid=2000)
+
+
 def test_ready_payout_pages_skip_affiliates_that_are_not_ready_and_join_up_on_every_store(
     runtime: Runtime, clock: ManualClock
 ) -> None:

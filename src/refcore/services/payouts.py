@@ -105,6 +105,21 @@ def ready_payout_of(tx: Tx, program: Program, affiliate: ProgramAffiliate) -> Re
     return None
 
 
+def _lock_before_funds(tx: Tx, affiliate: ProgramAffiliate) -> None:
+    """Take the affiliate's row lock before reading the funds a new payout will take.
+
+    A payout request is made under this lock, from its read of the balance to its commit, and a
+    payout closes (mark-paid) or is promised (a batch) the affiliate's open request. Had the
+    payout read the funds first and locked only when it looked for the request, a request made
+    in between, for money that arrived after the payout's read, was found and closed as paid by
+    a payout that did not carry all of it: found by a probe on three PostgreSQL processes, a
+    request for 1,500 closed by a payout of 1,000. Under the lock, either the request commits
+    first and the payout's read includes its money, or it waits and then asks only for what the
+    payout left. Only this path locks the affiliate first: a report locks its execution and then
+    the affiliate, so completing a dispatched payout keeps that order."""
+    tx.uow.program_affiliates.get(affiliate.id, for_update=True)
+
+
 def _ready_payouts_in(
     tx: Tx, program: Program, *, before: str | None = None, wanted: int | None = None
 ) -> list[ReadyPayout]:
@@ -226,6 +241,7 @@ def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> P
             execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
             if execution is not None and execution.status is PayoutExecutionStatus.READY:
                 return complete(tx, execution, idempotency_key=None, manual=True)
+        _lock_before_funds(tx, affiliate)
         prepared = tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id})
         if prepared is not None:
             # One payout in flight per affiliate (docs/payouts.md): a payout of the money that
@@ -267,6 +283,7 @@ def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> Payo
                 continue  # one payout in flight per affiliate: settle it first
             if not is_ready(live_balance(tx, affiliate.id).available, program.minimum_payout):
                 continue  # the aggregate read: only a ready affiliate's entries are loaded
+            _lock_before_funds(tx, affiliate)
             funds = funds_of(tx, affiliate.id)
             if is_ready(funds.balance.available, program.minimum_payout):
                 plans.append((affiliate, funds.payable))
