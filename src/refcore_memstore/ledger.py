@@ -27,6 +27,9 @@ class MemoryLedgerReads:
     def __init__(self, repositories: Mapping[str, _Readable]) -> None:
         self._repositories = repositories
 
+    def lock_for_payout(self, entry_ids: Collection[str]) -> None:
+        """Nothing to do: the memory store's units of work that write run one at a time."""
+
     def _execution_status(self, item: PayoutItem) -> PayoutExecutionStatus | None:
         execution = self._repositories["payout_executions"].get(item.execution_id)
         return None if execution is None else execution.status

@@ -40,6 +40,7 @@ from sqlalchemy import (
     literal,
     literal_column,
     select,
+    text,
 )
 
 from refcore.models import EntryStatus, Mode
@@ -48,7 +49,7 @@ from refcore.ports.ledger import EntryPayoutStates
 from refcore_sqlstore import postgres_round_trips
 from refcore_sqlstore.driver import compiled_for
 from refcore_sqlstore.errors import database_errors
-from refcore_sqlstore.id_lists import in_id_list
+from refcore_sqlstore.id_lists import IdList, in_id_list
 from refcore_sqlstore.tables import (
     affiliate_balance_buckets,
     commission_entries,
@@ -71,6 +72,36 @@ _PAYOUT_STATES = (
 _HELD_PAYMENTS = select(payments.c.id).where(
     in_id_list(payments.c.id, "ids"), payments.c.open_dispute_count > 0
 )
+
+
+#: A payout's locks, PostgreSQL only (SQLite runs one writer at a time): its entries' payments
+#: in ID order, then the balance rows its entries move, made where missing (a past day, hour or
+#: minute pruned since), in the order the triggers take them for one entry: by grain, then
+#: bucket. The bucket text and the grains' formats are the triggers' own (migration 0005).
+_LOCK_PAYOUT_PAYMENTS = text(
+    """
+    SELECT p.id FROM payments AS p
+    WHERE p.id IN (
+        SELECT e.transaction_id FROM commission_entries AS e WHERE e.id = ANY(CAST(:ids AS TEXT[]))
+    )
+    ORDER BY p.id
+    FOR SHARE OF p
+    """
+).bindparams(bindparam("ids", type_=IdList()))
+_LOCK_PAYOUT_BUCKETS = text(
+    """
+    INSERT INTO affiliate_balance_buckets AS b
+        (program_affiliate_id, mode, grain, bucket, open_amount, held_amount)
+    SELECT DISTINCT e.program_affiliate_id, e.mode, g.grain,
+           to_char(e.available_at AT TIME ZONE 'UTC', g.format), 0, 0
+    FROM commission_entries AS e CROSS JOIN (VALUES
+        ('day', 'YYYY-MM-DD'), ('hour', 'YYYY-MM-DD HH24'),
+        ('minute', 'YYYY-MM-DD HH24:MI'), ('month', 'YYYY-MM')) AS g(grain, format)
+    WHERE e.id = ANY(CAST(:ids AS TEXT[]))
+    ORDER BY 1, 2, 3, 4
+    ON CONFLICT (program_affiliate_id, mode, grain, bucket) DO UPDATE SET open_amount = b.open_amount
+    """
+).bindparams(bindparam("ids", type_=IdList()))
 
 
 def _execution_sum(status: ColumnElement[bool]) -> Any:
@@ -221,6 +252,15 @@ class SqlLedgerReads:
             EntryStatus.PENDING: open_total - approved,
             EntryStatus.APPROVED: approved,
         }
+
+    def lock_for_payout(self, entry_ids: Collection[str]) -> None:
+        if self._connection.dialect.name != "postgresql" or not entry_ids:
+            return
+        parameters = {"ids": sorted(set(entry_ids))}
+        dialect = self._connection.dialect
+        with database_errors():
+            compiled_for(_LOCK_PAYOUT_PAYMENTS, dialect).execute(self._connection, parameters)
+            compiled_for(_LOCK_PAYOUT_BUCKETS, dialect).execute(self._connection, parameters)
 
     def payout_states(self, entry_ids: Collection[str]) -> EntryPayoutStates:
         ids = sorted(set(entry_ids))

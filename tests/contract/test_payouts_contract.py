@@ -12,6 +12,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -22,7 +23,7 @@ from refcore.errors import ConcurrentWrite
 from refcore.models import EventType
 from refcore.models.payout import PayoutExecutionStatus, PayoutRequestStatus
 from refcore.rules.entry_status import Balance
-from refcore.services import payout_requests, payouts
+from refcore.services import payout_executions, payout_requests, payouts, revenue
 from refcore.services.runtime import Runtime, Tx
 from tests.payouts.races import race_mark_paid_report_and_batch
 from tests.payouts.world import PayoutWorld, affiliate_key, build_payout_world
@@ -237,6 +238,73 @@ def test_a_request_for_money_that_came_after_a_payouts_read_is_not_closed_by_tha
         None,
     )
     assert pw.balance() == Balance(available=1000, paid=2000)
+
+
+#: Enough that the payout moves several entries before the refunded payment's.
+PAYMENTS_IN_THE_PAYOUT = 8
+
+
+@pytest.mark.parametrize("payout", ["mark_paid", "failed_report"])
+def test_a_payout_and_a_refund_of_one_of_its_payments_finish_without_a_deadlock(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, payout: str
+) -> None:
+    """LedgerReads.lock_for_payout: a refund holds its payment's row lock from its start and
+    takes the balance rows at its commit; a payout freezing (mark-paid) or releasing (a failed
+    report) several entries took the rows for the entries before the refunded payment's, then
+    waited for that payment, and PostgreSQL broke the cycle after a second by failing one of
+    them, which ran again (a probe logged 18 deadlocks). Here the refund is held after its lock
+    while the payout starts: each must run exactly once, and the money must add up."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    payments = []
+    for _ in range(PAYMENTS_IN_THE_PAYOUT):
+        payments.append(pw.earn(10_000))
+        clock.advance(timedelta(seconds=1))  # entries in the order of their payments
+    pw.past_hold()
+    refunded = payments[len(payments) // 2]
+    dispatched = pw.dispatch(pw.prepare().id).executions[0] if payout == "failed_report" else None
+    refund_locked, refund_may_go_on = threading.Event(), threading.Event()
+    calls = {"refund": 0, "payout": 0}
+    real_rebalance, real_funds_of, real_fail = revenue.rebalance, payouts.funds_of, payout_executions.fail
+
+    def held_rebalance(*args: Any, **kwargs: Any) -> Any:
+        calls["refund"] += 1
+        refund_locked.set()
+        assert refund_may_go_on.wait(10)
+        return real_rebalance(*args, **kwargs)
+
+    def counted_funds_of(tx: Tx, program_affiliate_id: str) -> Any:
+        calls["payout"] += 1
+        return real_funds_of(tx, program_affiliate_id)
+
+    def counted_fail(*args: Any, **kwargs: Any) -> Any:
+        calls["payout"] += 1
+        return real_fail(*args, **kwargs)
+
+    def pay() -> Any:
+        if dispatched is None:
+            return pw.mark_paid()
+        return pw.report(dispatched.id, "failed", "k-failed")
+
+    monkeypatch.setattr(revenue, "rebalance", held_rebalance)
+    monkeypatch.setattr(payouts, "funds_of", counted_funds_of)
+    monkeypatch.setattr(payout_executions, "fail", counted_fail)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        refunding = pool.submit(pw.world.refund, refunded, 5000)
+        assert refund_locked.wait(10)
+        paying = pool.submit(pay)
+        with contextlib.suppress(TimeoutError):
+            paying.result(timeout=0.5)
+        refund_may_go_on.set()
+        refunding.result(timeout=30)
+        paid = paying.result(timeout=30)
+
+    assert calls == {"refund": 1, "payout": 1}
+    owed = 2000 * PAYMENTS_IN_THE_PAYOUT - 1000
+    assert sum(entry.amount for entry in pw.world.entries()) == owed
+    balance = pw.balance()
+    assert balance.paid + balance.available == owed
+    # Mark-paid pays what it read: the reversal too where it waited for the refund's commit.
+    assert balance.paid == (0 if dispatched else paid.amount)
 
 
 def test_ready_payout_pages_skip_affiliates_that_are_not_ready_and_join_up_on_every_store(

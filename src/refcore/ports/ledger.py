@@ -50,3 +50,18 @@ class LedgerReads(Protocol):
         """Which of these payments (``txn_``) have an open dispute, so their entries are
         ``held``: one read for a page of entries instead of one per payment."""
         ...
+
+    def lock_for_payout(self, entry_ids: Collection[str]) -> None:
+        """Before a payout freezes or releases these entries (one affiliate's): take, in one
+        fixed order, the locks that moving them in or out of the balance will take, so that the
+        payout cannot deadlock with a refund or dispute of one of their payments.
+
+        A store that keeps the balance in rows of its own (the SQL store's projection) locks
+        those rows when each entry moves, after the entry's payment; a refund locks its payment
+        first and those rows after. A payout moving several entries one by one held the rows
+        from the first entry while it waited for the payment of the next, which a refund held
+        while it waited for the rows: PostgreSQL broke each such cycle after a second
+        (found by a probe on three processes). Taken first and in order (the payments, then the
+        rows), the locks leave nothing to wait for in a cycle. A store whose writers run one
+        at a time needs nothing here."""
+        ...

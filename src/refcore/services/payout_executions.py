@@ -71,15 +71,17 @@ def create_execution(
 ) -> tuple[PayoutExecution, list[PayoutItem]]:
     """Record a payout of ``entries`` (all of them, in ID order) and freeze them with items.
 
-    Adding an item whose entry is already in a live or paid payout raises ``ConcurrentWrite``
-    from the store's unique key on ``active_entry_id``; the unit of work then runs again and
-    sees the entry as taken.
+    The entries' payments and balance rows are locked first, in the store's order
+    (:meth:`~refcore.ports.ledger.LedgerReads.lock_for_payout`). Adding an item whose entry is
+    already in a live or paid payout raises ``ConcurrentWrite`` from the store's unique key on
+    ``active_entry_id``; the unit of work then runs again and sees the entry as taken.
 
     Errors: ``state_conflict`` (the entries sum to nothing positive).
     """
     amount = payout_total(entries)
     if amount <= 0:
         raise StateConflict("Nothing to pay: the affiliate's available balance is not positive")
+    tx.uow.ledger().lock_for_payout([entry.id for entry in entries])
     finished = not status.live
     execution = PayoutExecution(
         id=tx.new_id("pex"),
@@ -216,7 +218,9 @@ def fail(tx: Tx, execution: PayoutExecution, *, idempotency_key: str, reason: st
         live_program_affiliate_id=None,
     )
     tx.uow.payout_executions.replace(done)
-    for item in tx.uow.payout_items.find_all({"execution_id": execution.id}):
+    items = tx.uow.payout_items.find_all({"execution_id": execution.id})
+    tx.uow.ledger().lock_for_payout([item.entry_id for item in items])
+    for item in items:
         tx.uow.payout_items.replace(evolve(item, active_entry_id=None))
     _release_promised_request(tx, done)
     tx.emit(EventType.PAYOUT_FAILED, app_id=execution.app_id, livemode=True, data=represent(done))
