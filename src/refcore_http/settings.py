@@ -7,8 +7,11 @@ rather than failing the first request that needs it.
 
 from __future__ import annotations
 
+import email.utils
 import ipaddress
 import os
+import re
+import ssl
 import urllib.parse
 from collections.abc import Mapping
 from datetime import timedelta
@@ -69,6 +72,108 @@ def _readable_file(value: str, *, name: str) -> str:
     if not os.path.isfile(value) or not os.access(value, os.R_OK):
         raise SettingsError(f"{name}: {value!r} is not a readable file")
     return value
+
+
+def _ca_bundle(value: str, *, name: str) -> str:
+    """A readable file that OpenSSL takes as CA certificates, loaded here as each delivery's TLS
+    context will load it: a file that is no PEM would otherwise stop the server only once it
+    runs, with a traceback. The message names the file, never its content."""
+    _readable_file(value, name=name)
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=value)
+    except OSError:  # an ssl.SSLError (no certificate in it), or the file gone since
+        raise SettingsError(f"{name}: {value!r} holds no PEM CA certificate") from None
+    return value
+
+
+#: A label of a host name: 1 to 63 letters, digits and hyphens, with no hyphen first or last
+#: (RFC 1123). Underscores are taken too: container and service names have them, and resolvers
+#: look them up.
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
+
+
+def _is_host(text: str) -> bool:
+    """Whether ``text`` is an IP address or a host name of valid syntax (resolved or not). A
+    name whose last label is all digits is a mistyped address, such as ``999.1.1.1``: resolvers
+    and browsers read it as one, so it is no name either."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        labels = text.removesuffix(".").split(".")
+        return (
+            len(text) <= 253
+            and all(_HOST_LABEL.fullmatch(label) for label in labels)
+            and not labels[-1].isdigit()
+        )
+    return True
+
+
+def _host(value: str, *, name: str) -> str:
+    """Where to listen: checked, not resolved (no lookup at start), so that a typo stops the
+    command with one line rather than uvicorn after start-up with a traceback."""
+    text = value.strip()
+    if not _is_host(text):
+        raise SettingsError(f"{name} must be an IP address or a host name")
+    return text
+
+
+def _allow_origin(value: str, *, name: str) -> str:
+    """``*`` or one origin (``scheme://host[:port]``), the values of
+    ``Access-Control-Allow-Origin`` a browser can match: a list, a path or a trailing slash
+    matches no page, so every cross-origin capture would fail while the header looked set."""
+    text = value.strip()
+    if text == "*":
+        return text
+    parts = urllib.parse.urlsplit(text)
+    if not (
+        parts.scheme in ("http", "https")
+        and text == f"{parts.scheme}://{parts.netloc}"
+        and _has_valid_port(parts)
+        and parts.username is None
+        and parts.hostname is not None
+        and _is_host(parts.hostname)
+    ):
+        raise SettingsError(f"{name} must be * or one origin such as https://shop.example")
+    return text
+
+
+def _has_valid_port(parts: urllib.parse.SplitResult) -> bool:
+    """Whether the URL has no port or one from 1 to 65535 (urllib checks it only when read)."""
+    try:
+        return parts.port is None or parts.port > 0
+    except ValueError:
+        return False
+
+
+def _confirm_url(value: str, *, name: str) -> str:
+    """An absolute http or https URL (http as the default has it, for a page behind a proxy or
+    on the developer's machine); checked with a slug in place of ``{slug}``, which may stand in
+    the path, the query or the host name. A mail with any other link cannot be confirmed."""
+    text = value.strip()
+    parts = urllib.parse.urlsplit(text.replace("{slug}", "slug"))
+    if not (
+        parts.scheme in ("http", "https")
+        and _has_valid_port(parts)
+        and parts.hostname is not None
+        and _is_host(parts.hostname)
+        and text.isprintable()
+        and " " not in text
+    ):
+        raise SettingsError(f"{name} must be an absolute http:// or https:// URL")
+    return text
+
+
+def _mail_from(value: str, *, name: str) -> str:
+    """One e-mail address, bare (``partners@shop.example``) or with a display name (``Shop
+    <partners@shop.example>``), read as the ``From`` header will be: a value it cannot carry
+    would send messages no relay takes, or take another header with it."""
+    text = value.strip()
+    addresses = email.utils.getaddresses([text])
+    address = addresses[0][1] if len(addresses) == 1 else ""
+    local, _at, domain = address.partition("@")
+    if not (local and "@" not in domain and _is_host(domain) and text.isprintable() and " " not in address):
+        raise SettingsError(f"{name} must be an e-mail address, such as Shop <partners@shop.example>")
+    return text
 
 
 def _http_url(value: str, *, name: str) -> str:
@@ -202,7 +307,7 @@ class Settings:
         if "REFCORE_DATABASE_URL" in env:
             values["database_url"] = env["REFCORE_DATABASE_URL"]
         if "REFCORE_HOST" in env:
-            values["host"] = env["REFCORE_HOST"]
+            values["host"] = _host(env["REFCORE_HOST"], name="REFCORE_HOST")
         if "REFCORE_PORT" in env:
             values["port"] = _port(env["REFCORE_PORT"], name="REFCORE_PORT")
         if env.get("REFCORE_SECRET_KEY"):
@@ -215,14 +320,16 @@ class Settings:
             values["migrate_on_start"] = _flag(
                 env["REFCORE_MIGRATE_ON_START"], name="REFCORE_MIGRATE_ON_START"
             )
-        if "REFCORE_CORS_ALLOW_ORIGIN" in env:
-            values["cors_allow_origin"] = env["REFCORE_CORS_ALLOW_ORIGIN"]
+        if env.get("REFCORE_CORS_ALLOW_ORIGIN", "").strip():
+            values["cors_allow_origin"] = _allow_origin(
+                env["REFCORE_CORS_ALLOW_ORIGIN"], name="REFCORE_CORS_ALLOW_ORIGIN"
+            )
         if "WEBHOOK_ALLOW_PRIVATE_NETWORKS" in env:
             values["webhook_allow_private_networks"] = _flag(
                 env["WEBHOOK_ALLOW_PRIVATE_NETWORKS"], name="WEBHOOK_ALLOW_PRIVATE_NETWORKS"
             )
         if env.get("REFCORE_WEBHOOK_CA_BUNDLE"):
-            values["webhook_ca_bundle"] = _readable_file(
+            values["webhook_ca_bundle"] = _ca_bundle(
                 env["REFCORE_WEBHOOK_CA_BUNDLE"], name="REFCORE_WEBHOOK_CA_BUNDLE"
             )
         if env.get("REFCORE_PROCESSOR_CONNECT_URL"):
@@ -232,9 +339,11 @@ class Settings:
         if env.get("REFCORE_MAILER"):
             values["mailer"] = _mailer(env["REFCORE_MAILER"])
         if env.get("REFCORE_MAIL_FROM"):
-            values["mail_from"] = env["REFCORE_MAIL_FROM"]
+            values["mail_from"] = _mail_from(env["REFCORE_MAIL_FROM"], name="REFCORE_MAIL_FROM")
         if env.get("REFCORE_JOIN_CONFIRM_URL"):
-            values["join_confirm_url"] = env["REFCORE_JOIN_CONFIRM_URL"]
+            values["join_confirm_url"] = _confirm_url(
+                env["REFCORE_JOIN_CONFIRM_URL"], name="REFCORE_JOIN_CONFIRM_URL"
+            )
         for variable, name in (
             ("REFCORE_JOIN_LIMIT_PER_EMAIL", "join_limit_per_email"),
             ("REFCORE_JOIN_LIMIT_PER_IP", "join_limit_per_ip"),
@@ -264,6 +373,8 @@ class Settings:
 
     def with_overrides(self, **overrides: Any) -> Settings:
         given = {k: v for k, v in overrides.items() if v is not None}
+        if "host" in given:
+            given["host"] = _host(given["host"], name="--host")
         if "port" in given:
             given["port"] = _port(given["port"], name="--port")
         if "trusted_proxies" in given and not all(

@@ -112,7 +112,18 @@ def connection_failure(error: BaseException | None) -> str | None:
     ``__cause__``) could not be reached, in one of the fixed sentences above; ``None`` when it
     is another fault or an unknown one. For the ``refcore`` command's one-line error."""
     original = getattr(error, "orig", None) or error
-    if not isinstance(original, (psycopg.OperationalError, sqlite3.OperationalError)):
+    if not (
+        isinstance(original, (psycopg.OperationalError, sqlite3.OperationalError))
+        or _is_unparsed_connection_string(original)
+    ):
         return None
     message = str(original).lower()
     return next((meaning for phrase, meaning in _CONNECTION_FAILURES if phrase in message), None)
+
+
+def _is_unparsed_connection_string(error: BaseException | None) -> bool:
+    """Whether psycopg refused the connection string before connecting (``invalid connection
+    option "…"`` for an unknown query parameter of the URL): a ``ProgrammingError`` of its own,
+    with no SQLSTATE. One the server raised (a missing table, a syntax error) has one, and is
+    another fault than a connection that could not be made."""
+    return isinstance(error, psycopg.ProgrammingError) and error.sqlstate is None

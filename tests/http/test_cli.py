@@ -172,6 +172,30 @@ def test_connection_failures_are_told_in_fixed_sentences(driver_message: str, me
     assert connection_failure(None) is None
 
 
+def test_a_connection_string_psycopg_refuses_is_told_as_an_invalid_option() -> None:
+    """psycopg refuses an unknown query parameter of the URL before connecting, with a
+    ``ProgrammingError`` and no SQLSTATE; one the server raised has a SQLSTATE and is no failure
+    to connect, whatever its text says."""
+    reason = connection_failure(psycopg.ProgrammingError('invalid connection option "bogusopt"'))
+    assert reason == "the URL has an invalid connection option"
+    assert connection_failure(psycopg.errors.UndefinedTable('relation "invalid" does not exist')) is None
+    assert connection_failure(psycopg.errors.SyntaxError('syntax error at or near "invalid"')) is None
+
+
+@pytest.mark.parametrize("command", [["migrate"], ["session", "--email", "dev@example.com"]])
+def test_an_unknown_connection_option_in_the_url_is_named_as_such(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No server is needed: psycopg refuses the option before it connects."""
+    url = "postgresql://postgres:hunter2@127.0.0.1:5432/x?bogusopt=1"
+    assert cli.main([*command, "--database-url", url]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err == (
+        "refcore: The database could not complete the operation: the URL has an invalid connection option\n"
+    )
+
+
 @pytest.mark.usefixtures("collector_restored")
 def test_serve_without_migrating_refuses_a_database_that_lacks_migrations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -59,6 +59,15 @@ def test_end_all_ends_every_session_of_the_user_and_no_other(
     assert capsys.readouterr().out == "ended 0 sessions of dev@example.com\n"
 
 
+def test_end_all_counts_one_session_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'refcore.db'}"
+    _new_token(url, "dev@example.com", capsys)
+    assert cli.main(["session", "--email", "dev@example.com", "--end-all", "--database-url", url]) == 0
+    assert capsys.readouterr().out == "ended 1 session of dev@example.com\n"
+
+
 def test_end_all_for_an_address_no_user_has_ends_nothing_and_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

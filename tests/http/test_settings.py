@@ -1,0 +1,229 @@
+"""Settings checked when they are read: where the server listens, the capture route's allowed
+origin, the webhook CA bundle and the hosted-signup mail settings. A bad value stops every
+command with one line naming its variable (exit status 2), before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import certifi
+import pytest
+
+from refcore.services.runtime import Runtime
+from refcore_http import cli
+from refcore_http.app import create_app
+from refcore_http.routes.join import join_policy
+from refcore_http.settings import Settings, SettingsError
+from tests.http.world import Client
+
+# -- REFCORE_HOST and --host ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost", "0.0.0.0", "::", "127.0.0.1", "::1", "api.internal", "refcore-1.example.com."]
+)
+def test_addresses_and_host_names_are_taken_as_where_to_listen(host: str) -> None:
+    assert Settings.from_env({"REFCORE_HOST": host}).host == host
+    assert Settings.from_env({}, host=host).host == host
+
+
+@pytest.mark.parametrize(
+    "host", ["999.1.1.1", "256.0.0.1", "1.2.3", "", "-bad.example", "a..example", "[::1]", "a b", "x,y"]
+)
+def test_a_host_that_is_no_address_nor_host_name_is_refused(host: str) -> None:
+    with pytest.raises(SettingsError, match="REFCORE_HOST must be an IP address or a host name"):
+        Settings.from_env({"REFCORE_HOST": host})
+    with pytest.raises(SettingsError, match="--host"):
+        Settings.from_env({}, host=host)
+
+
+@pytest.mark.usefixtures("collector_restored")
+@pytest.mark.parametrize(
+    ("env", "argv", "variable"),
+    [
+        ({"REFCORE_HOST": "999.1.1.1"}, [], "REFCORE_HOST"),
+        ({}, ["--host", "999.1.1.1"], "--host"),
+    ],
+)
+def test_serve_stops_on_a_bad_host_before_uvicorn_resolves_it(
+    env: dict[str, str],
+    argv: list[str],
+    variable: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("the server must not start"))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["serve", "--database-url", "memory://", *argv]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err == f"refcore: {variable} must be an IP address or a host name\n"
+
+
+# -- REFCORE_CORS_ALLOW_ORIGIN -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_allowed_origin_is_unset_and_any_origin_is_allowed(value: str, runtime: Runtime) -> None:
+    settings = Settings.from_env({"REFCORE_CORS_ALLOW_ORIGIN": value})
+    assert settings.cors_allow_origin == "*"
+    client = Client(create_app(runtime, settings))
+    preflight = client.request("OPTIONS", "/v1/capture", headers={"Origin": "https://shop.example"})
+    assert preflight.headers.get_list("access-control-allow-origin") == ["*"]
+
+
+@pytest.mark.parametrize(
+    "value", ["*", "https://shop.example", "http://localhost:3000", "https://shop.example:8443"]
+)
+def test_any_origin_or_one_origin_is_taken(value: str) -> None:
+    assert Settings.from_env({"REFCORE_CORS_ALLOW_ORIGIN": f" {value} "}).cors_allow_origin == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "https://a.example,https://b.example",
+        "https://a.example https://b.example",
+        "https://shop.example/",
+        "https://shop.example/page",
+        "shop.example",
+        "null",
+        "https://shop.example:99999",
+        "ftp://shop.example",
+    ],
+)
+def test_an_allowed_origin_no_browser_could_match_is_refused(value: str) -> None:
+    with pytest.raises(SettingsError, match="REFCORE_CORS_ALLOW_ORIGIN must be \\* or one origin"):
+        Settings.from_env({"REFCORE_CORS_ALLOW_ORIGIN": value})
+
+
+# -- REFCORE_WEBHOOK_CA_BUNDLE -------------------------------------------------------------------
+
+
+def test_a_pem_ca_bundle_is_taken() -> None:
+    bundle = certifi.where()
+    assert Settings.from_env({"REFCORE_WEBHOOK_CA_BUNDLE": bundle}).webhook_ca_bundle == bundle
+
+
+@pytest.mark.parametrize("content", [b"garbage\nsecret-looking-content\n", b""])
+def test_a_ca_bundle_that_holds_no_pem_certificate_is_refused_without_its_content(
+    content: bytes, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "notpem.pem"
+    bundle.write_bytes(content)
+    with pytest.raises(SettingsError, match="REFCORE_WEBHOOK_CA_BUNDLE") as refused:
+        Settings.from_env({"REFCORE_WEBHOOK_CA_BUNDLE": str(bundle)})
+    assert "no PEM CA certificate" in str(refused.value)
+    assert "secret-looking-content" not in str(refused.value)
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_serve_stops_on_a_ca_bundle_that_holds_no_pem_certificate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import uvicorn
+
+    bundle = tmp_path / "notpem.pem"
+    bundle.write_text("garbage\n")
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("the server must not start"))
+    monkeypatch.setenv("REFCORE_WEBHOOK_CA_BUNDLE", str(bundle))
+    assert cli.main(["serve", "--database-url", "memory://"]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and printed.err.count("\n") == 1
+    assert printed.err.startswith("refcore: REFCORE_WEBHOOK_CA_BUNDLE: ") and "garbage" not in printed.err
+
+
+# -- REFCORE_MAIL_FROM and REFCORE_JOIN_CONFIRM_URL ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        Settings().mail_from,
+        "partners@shop.example",
+        "Shop <partners@shop.example>",
+        '"Shop, Inc." <partners@shop.example>',
+    ],
+)
+def test_an_e_mail_address_is_taken_as_the_sender(value: str) -> None:
+    assert Settings.from_env({"REFCORE_MAIL_FROM": value}).mail_from == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "notanemail",
+        "partners@",
+        "@shop.example",
+        "a@b@shop.example",
+        "Shop partners@shop.example",
+        "a@shop.example, b@shop.example",
+        "partners@shop.example\nBcc: everyone@shop.example",
+    ],
+)
+def test_a_sender_that_is_no_e_mail_address_is_refused(value: str) -> None:
+    with pytest.raises(SettingsError, match="REFCORE_MAIL_FROM must be an e-mail address"):
+        Settings.from_env({"REFCORE_MAIL_FROM": value})
+
+
+@pytest.mark.parametrize(
+    ("value", "link"),
+    [
+        ("https://shop.example/join/{slug}", "https://shop.example/join/acme?token=join_x"),
+        (
+            "https://shop.example/partners?program={slug}&ref=mail",
+            "https://shop.example/partners?program=acme&ref=mail&token=join_x",
+        ),
+        ("https://{slug}.partners.example/join", "https://acme.partners.example/join?token=join_x"),
+        ("http://localhost:8000/join/{slug}/confirm", "http://localhost:8000/join/acme/confirm?token=join_x"),
+    ],
+)
+def test_a_confirm_url_with_its_slug_and_query_is_taken(value: str, link: str) -> None:
+    settings = Settings.from_env({"REFCORE_JOIN_CONFIRM_URL": value})
+    assert settings.join_confirm_url == value
+    assert join_policy(settings).link("acme", "join_x") == link
+
+
+def test_the_default_confirm_url_is_one_the_setting_takes() -> None:
+    default = join_policy(Settings()).confirm_url
+    assert Settings.from_env({"REFCORE_JOIN_CONFIRM_URL": default}).join_confirm_url == default
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "notaurl",
+        "/join/{slug}",
+        "shop.example/join/{slug}",
+        "ftp://shop.example/join/{slug}",
+        "https:///join/{slug}",
+        "https://shop.example:99999/join",
+        "https://shop.example/join/{slug} now",
+    ],
+)
+def test_a_confirm_url_that_is_no_absolute_http_url_is_refused(value: str) -> None:
+    with pytest.raises(SettingsError, match="REFCORE_JOIN_CONFIRM_URL must be an absolute"):
+        Settings.from_env({"REFCORE_JOIN_CONFIRM_URL": value})
+
+
+@pytest.mark.usefixtures("collector_restored")
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("REFCORE_MAIL_FROM", "notanemail"), ("REFCORE_JOIN_CONFIRM_URL", "notaurl")],
+)
+def test_bad_signup_mail_settings_stop_serve(
+    variable: str, value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import uvicorn
+
+    calls: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(app))
+    monkeypatch.setenv(variable, value)
+    assert cli.main(["serve", "--database-url", "memory://"]) == 2
+    printed = capsys.readouterr()
+    assert calls == [] and printed.err.startswith(f"refcore: {variable} must be")
+    assert printed.err.count("\n") == 1
