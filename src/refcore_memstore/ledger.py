@@ -27,6 +27,14 @@ class MemoryLedgerReads:
     def __init__(self, repositories: Mapping[str, _Readable]) -> None:
         self._repositories = repositories
 
+    def unsettled_entries(self, program_affiliate_id: str, mode: Mode) -> list[CommissionEntry]:
+        entries = self._repositories["commission_entries"].find_all(
+            {"program_affiliate_id": program_affiliate_id, "mode": mode}
+        )
+        items = self._repositories["payout_items"].find_all({"program_affiliate_id": program_affiliate_id})
+        held = {item.active_entry_id for item in items if item.active_entry_id is not None}
+        return sorted((entry for entry in entries if entry.id not in held), key=lambda entry: entry.id)
+
     def lock_for_payout(self, entry_ids: Collection[str]) -> None:
         """Nothing to do: the memory store's units of work that write run one at a time."""
 

@@ -43,13 +43,14 @@ from sqlalchemy import (
     text,
 )
 
-from refcore.models import EntryStatus, Mode
+from refcore.models import CommissionEntry, EntryStatus, Mode
 from refcore.models.payout import PayoutExecutionStatus
 from refcore.ports.ledger import EntryPayoutStates
 from refcore_sqlstore import postgres_round_trips
 from refcore_sqlstore.driver import compiled_for
 from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.id_lists import IdList, in_id_list
+from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.tables import (
     affiliate_balance_buckets,
     commission_entries,
@@ -72,6 +73,20 @@ _PAYOUT_STATES = (
 _HELD_PAYMENTS = select(payments.c.id).where(
     in_id_list(payments.c.id, "ids"), payments.c.open_dispute_count > 0
 )
+
+
+#: An affiliate's entries that no payout item holds, by the unique index on
+#: ``payout_items.active_entry_id``; the columns in the table's order, as its mapper reads them.
+_UNSETTLED = (
+    select(*commission_entries.columns)
+    .where(
+        commission_entries.c.program_affiliate_id == bindparam("affiliate"),
+        commission_entries.c.mode == bindparam("mode"),
+        ~exists().where(payout_items.c.active_entry_id == commission_entries.c.id),
+    )
+    .order_by(commission_entries.c.id)
+)
+_ENTRIES = RowMapper(CommissionEntry, commission_entries)
 
 
 #: A payout's locks, PostgreSQL only (SQLite runs one writer at a time): its entries' payments
@@ -252,6 +267,13 @@ class SqlLedgerReads:
             EntryStatus.PENDING: open_total - approved,
             EntryStatus.APPROVED: approved,
         }
+
+    def unsettled_entries(self, program_affiliate_id: str, mode: Mode) -> list[CommissionEntry]:
+        parameters = {"affiliate": program_affiliate_id, "mode": mode.value}
+        statement = compiled_for(_UNSETTLED, self._connection.dialect)
+        with database_errors():
+            rows = statement.fetch_tuples(self._connection, parameters)
+        return [_ENTRIES.from_columns(row) for row in rows]
 
     def lock_for_payout(self, entry_ids: Collection[str]) -> None:
         if self._connection.dialect.name != "postgresql" or not entry_ids:

@@ -4,7 +4,9 @@
 moment, exactly the sums that applying :func:`refcore.rules.entry_status.entry_status` entry by
 entry gives: paid and processing from payout items, held from open disputes, pending until
 ``available_at`` (the instant itself is approved), approved otherwise. ``payout_states`` looked
-up by entry must agree with the per-affiliate derivation of ``services.payout_state``.
+up by entry must agree with the per-affiliate derivation of ``services.payout_state``, and
+``unsettled_entries`` must be exactly the entries that derivation finds neither paid nor
+processing, so that what a payout takes (``funds_of``) is the approved balance.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from refcore.clocks import ManualClock
 from refcore.models import DisputeStatus, EntryStatus, Mode
 from refcore.rules.entry_status import entry_status
 from refcore.services import payouts
-from refcore.services.payout_state import payout_states
+from refcore.services.payout_state import funds_of, payout_states
 from refcore.services.runtime import Runtime, Tx
 from tests.contract.scenario import World, build_world
 
@@ -47,6 +49,15 @@ def _assert_store_agrees(world: World, *affiliate_ids: str) -> None:
                 assert sums == _derived(tx, affiliate_id, mode), mode
             entries = tx.uow.commission_entries.find_all({"program_affiliate_id": affiliate_id})
             expected = payout_states(tx, entries)
+            settled = expected.paid | expected.processing
+            for mode in (LIVE, TEST):
+                unsettled = sorted(
+                    (e for e in entries if e.mode is mode and e.id not in settled), key=lambda e: e.id
+                )
+                assert tx.uow.ledger().unsettled_entries(affiliate_id, mode) == unsettled, mode
+            funds = funds_of(tx, affiliate_id)
+            approved = tx.uow.ledger().status_sums(affiliate_id, LIVE, tx.now)[EntryStatus.APPROVED]
+            assert funds.available == sum(e.amount for e in funds.payable) == approved
             found = tx.uow.ledger().payout_states([e.id for e in entries])
             assert (found.paid, found.processing) == (expected.paid, expected.processing)
             payments = {e.transaction_id for e in entries}

@@ -12,11 +12,10 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-from refcore.models import CommissionEntry, Mode, Payment
+from refcore.models import CommissionEntry, Mode
 from refcore.models.payout import PayoutExecutionStatus, PayoutItem
-from refcore.rules.entry_status import Balance
-from refcore.rules.payouts import payable_entries
-from refcore.services.ledger import status_of
+from refcore.rules.entry_status import entry_status
+from refcore.rules.payouts import payable_entries, payout_total
 from refcore.services.runtime import Tx
 
 
@@ -56,41 +55,26 @@ def payout_states(tx: Tx, entries: Iterable[CommissionEntry]) -> PayoutStates:
 
 @frozen
 class Funds:
-    """An affiliate's Live balance and the entries a payout would take now (``payable``).
+    """An affiliate's available Live balance and the entries a payout would take now
+    (``payable``): ``sum(payable) == available`` always, both from the same derived statuses."""
 
-    Both come from the same derived statuses, so ``sum(payable) == balance.available`` always.
-    """
-
-    balance: Balance
+    available: int
     payable: list[CommissionEntry]
 
 
 def funds_of(tx: Tx, program_affiliate_id: str) -> Funds:
-    """The affiliate's Live balance and the entries a payout would take now, derived entry by entry: a
-    payout needs the entries themselves, which the aggregate read of
-    :func:`refcore.services.balances.live_balance` does not give."""
-    entries = tx.uow.commission_entries.find_all(
-        {"program_affiliate_id": program_affiliate_id, "mode": Mode.LIVE}
-    )
-    payments: dict[str, Payment | None] = {}
-    for entry in entries:
-        if entry.transaction_id not in payments:
-            payments[entry.transaction_id] = tx.uow.payments.get(entry.transaction_id)
-    states = payout_states(tx, entries)
+    """What a payout of the affiliate would take now, derived entry by entry from the entries no
+    payout holds (:meth:`~refcore.ports.ledger.LedgerReads.unsettled_entries`) and which of
+    their payments have an open dispute, in two reads: a payout needs the entries themselves,
+    which the aggregate read of :func:`refcore.services.balances.live_balance` does not give.
+    It had loaded every entry the affiliate ever earned, paid ones included, and read their
+    payments one by one: mark-paid of an affiliate with 10,000 entries took 0.73 s (SQLite)."""
+    ledger = tx.uow.ledger()
+    entries = ledger.unsettled_entries(program_affiliate_id, Mode.LIVE)
+    held = ledger.held_payments({entry.transaction_id for entry in entries})
     statuses = [
-        (
-            entry,
-            status_of(
-                entry,
-                payments[entry.transaction_id],
-                now=tx.now,
-                paid=entry.id in states.paid,
-                processing=entry.id in states.processing,
-            ),
-        )
+        (entry, entry_status(entry, now=tx.now, payment_held=entry.transaction_id in held, paid=False))
         for entry in entries
     ]
-    balance = Balance()
-    for entry, status in statuses:
-        balance = balance.add(status, entry.amount)
-    return Funds(balance=balance, payable=payable_entries(statuses))
+    payable = payable_entries(statuses)
+    return Funds(available=payout_total(payable), payable=payable)

@@ -251,10 +251,10 @@ def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> P
                 f"{prepared.batch_id}; dispatch the batch, then mark that payout paid"
             )
         funds = funds_of(tx, affiliate.id)
-        if not is_ready(funds.balance.available, program.minimum_payout):
+        if not is_ready(funds.available, program.minimum_payout):
             raise StateConflict(
                 f"Program affiliate {affiliate.id} has no ready payout "
-                f"(available {funds.balance.available}, minimum {program.minimum_payout})"
+                f"(available {funds.available}, minimum {program.minimum_payout})"
             )
         execution, _items = create_execution(
             tx, program, affiliate, funds.payable, status=PayoutExecutionStatus.SUCCEEDED, manual=True
@@ -285,7 +285,7 @@ def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> Payo
                 continue  # the aggregate read: only a ready affiliate's entries are loaded
             _lock_before_funds(tx, affiliate)
             funds = funds_of(tx, affiliate.id)
-            if is_ready(funds.balance.available, program.minimum_payout):
+            if is_ready(funds.available, program.minimum_payout):
                 plans.append((affiliate, funds.payable))
         if not plans:
             raise StateConflict(f"Program {program.id} has no ready payouts to put in a batch")
