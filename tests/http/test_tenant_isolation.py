@@ -426,8 +426,10 @@ def test_an_activity_id_of_the_other_mode_is_a_mode_mismatch(client: Client, wor
     endpoint = next(e for e in all_endpoints() if e.path == path and e.method == "GET")
     live_url = _url(endpoint, _targets(world, world.live)[path])
     test_url = _url(endpoint, _targets(world, world.test)[path])
-    expect(client.get(live_url, world.a.test_key), 409, "mode_mismatch")
-    expect(client.get(test_url, world.a.live_key), 409, "mode_mismatch")
+    # The ID is the path parameter ``id``: the error names it, not the body field of the kind
+    # (``click_id``), which the request does not have.
+    assert expect(client.get(live_url, world.a.test_key), 409, "mode_mismatch")["error"]["param"] == "id"
+    assert expect(client.get(test_url, world.a.live_key), 409, "mode_mismatch")["error"]["param"] == "id"
     expect(client.get(live_url, world.a.live_key), 200)
     # A session holds no mode: it reads either, by ID.
     assert expect(client.get(test_url, world.a.session), 200)["livemode"] is False
@@ -437,8 +439,8 @@ def test_ids_of_the_other_mode_in_bodies_and_filters_are_mode_mismatches(
     client: Client, world: World
 ) -> None:
     a, live = world.a, world.live
-    cases: list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None]] = [
-        ("POST", "/v1/identify", {"click_id": live.click_id, "external_customer_id": "x"}, None),
+    cases: list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None, str]] = [
+        ("POST", "/v1/identify", {"click_id": live.click_id, "external_customer_id": "x"}, None, "click_id"),
         (
             "POST",
             "/v1/transactions",
@@ -450,14 +452,15 @@ def test_ids_of_the_other_mode_in_bodies_and_filters_are_mode_mismatches(
                 "currency": "usd",
             },
             None,
+            "customer_id",
         ),
-        ("GET", "/v1/referrals", None, {"customer_id": live.customer_id}),
-        ("GET", "/v1/commissions", None, {"transaction_id": live.payment_txn}),
-        ("GET", "/v1/clicks", None, {"environment": "live"}),
+        ("GET", "/v1/referrals", None, {"customer_id": live.customer_id}, "customer_id"),
+        ("GET", "/v1/commissions", None, {"transaction_id": live.payment_txn}, "transaction_id"),
+        ("GET", "/v1/clicks", None, {"environment": "live"}, "environment"),
     ]
-    for method, path, body, params in cases:
+    for method, path, body, params, param in cases:
         response = client.request(method, path, a.test_key, json=body, params=params)
-        expect(response, 409, "mode_mismatch")
+        assert expect(response, 409, "mode_mismatch")["error"]["param"] == param, (path, response.text)
     # Caller-chosen IDs are looked up in the key's mode only (decisions 11).
     refund = {"refund_id": "r-x", "payment_id": live.payment_id, "amount": 1}
     expect(client.post("/v1/transactions/refunds", a.test_key, refund), 404, "payment_not_found")

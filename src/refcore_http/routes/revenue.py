@@ -39,7 +39,7 @@ from refcore_http.endpoints import (
     returns,
     returns_list,
 )
-from refcore_http.replies import activity_query, list_body, listing
+from refcore_http.replies import activity_query, by_path_id, list_body, listing
 
 _AMOUNT = "Minor units; a signed 32-bit integer"
 
@@ -109,7 +109,7 @@ def list_transactions(call: Call) -> Reply:
 
 
 def get_transaction(call: Call) -> Reply:
-    return ok(represent(activity.get_transaction(call.runtime, call.who, call.params["id"])))
+    return ok(represent(by_path_id(call, activity.get_transaction)))
 
 
 def list_refunds(call: Call) -> Reply:
@@ -117,7 +117,7 @@ def list_refunds(call: Call) -> Reply:
 
 
 def get_refund(call: Call) -> Reply:
-    return ok(represent(activity.get_refund(call.runtime, call.who, call.params["id"])))
+    return ok(represent(by_path_id(call, activity.get_refund)))
 
 
 def list_disputes(call: Call) -> Reply:
@@ -125,7 +125,7 @@ def list_disputes(call: Call) -> Reply:
 
 
 def get_dispute(call: Call) -> Reply:
-    return ok(represent(activity.get_dispute(call.runtime, call.who, call.params["id"])))
+    return ok(represent(by_path_id(call, activity.get_dispute)))
 
 
 def list_commissions(call: Call) -> Reply:
@@ -134,7 +134,7 @@ def list_commissions(call: Call) -> Reply:
 
 
 def get_commission(call: Call) -> Reply:
-    return ok(activity.get_commission_entry(call.runtime, call.who, call.params["id"]))
+    return ok(by_path_id(call, activity.get_commission_entry))
 
 
 _TAGS = ("revenue",)

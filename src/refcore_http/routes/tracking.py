@@ -39,7 +39,7 @@ from refcore_http.endpoints import (
     returns,
     returns_list,
 )
-from refcore_http.replies import activity_query, listing
+from refcore_http.replies import activity_query, by_path_id, listing
 
 
 @frozen
@@ -149,7 +149,7 @@ def list_clicks(call: Call) -> Reply:
 
 
 def get_click(call: Call) -> Reply:
-    return ok(represent(activity.get_click(call.runtime, call.who, call.params["id"])))
+    return ok(represent(by_path_id(call, activity.get_click)))
 
 
 def list_customers(call: Call) -> Reply:
@@ -157,7 +157,7 @@ def list_customers(call: Call) -> Reply:
 
 
 def get_customer(call: Call) -> Reply:
-    return ok(represent(activity.get_customer(call.runtime, call.who, call.params["id"])))
+    return ok(represent(by_path_id(call, activity.get_customer)))
 
 
 def list_referrals(call: Call) -> Reply:
@@ -165,7 +165,7 @@ def list_referrals(call: Call) -> Reply:
 
 
 def get_referral(call: Call) -> Reply:
-    return ok(represent(activity.get_referral(call.runtime, call.who, call.params["id"])))
+    return ok(represent(by_path_id(call, activity.get_referral)))
 
 
 _PROGRAM = filter_param("program_id", "Only this program's objects (sessions: also names the App)")
