@@ -35,13 +35,11 @@ DELIVERABLE = [
     "https://a_b.xn--bcher-kva.example/",
     "https://1.2.3.4/",
     "https://1.2.3.4:444/",
-    "https://2130706433/",  # 127.0.0.1, as the SSRF guard reads (and checks) it
-    "https://0x7f000001/",
-    "https://017700000001/",
-    "https://127.1/",
-    "https://0x7f.1/",
-    "https://1.2.3.0x4/",
-    "https://0/",
+    "https://127.0.0.1:8632/",
+    "https://hooks1.example.com/",  # digits in a name are no address
+    "https://123.example.com/",
+    "https://0x7f.example.com/",  # nor a hexadecimal label before the last
+    "https://1.2.3.4.example/",
     "https://[::1]:8443/x",
     "https://[2001:db8::1]/",
     "https://[::ffff:127.0.0.1]/",
@@ -82,6 +80,20 @@ UNDELIVERABLE = [
     "https://ex%41mple.com/",
     "https://a|b.example/",
     "https://a\\b.example/",
+    # A numeric spelling of an address: the SSRF guard reads it as 127.0.0.1, but TLS verifies
+    # the certificate against the host as written, so every attempt failed.
+    "https://2130706433:8632/",
+    "https://0x7f000001:8632/",
+    "https://127.1:8632/",
+    "https://2130706433/",
+    "https://0X7F000001/",
+    "https://017700000001/",
+    "https://0x7f.1/",
+    "https://0x7f.0.0.1/",
+    "https://1.2.3.0x4/",
+    "https://1.2.3/",
+    "https://0/",
+    "https://0x/",
     "https://1.2.3.4.5/",  # ends in a number, is no address
     "https://a.1/",
     "https://1.2.3.4./",
@@ -118,6 +130,8 @@ def test_the_refusals_say_what_is_wrong_with_the_host() -> None:
     assert "longer than 63" in message("https://" + "a" * 300 + ".com/")
     assert "percent-encoding" in message("https://evil.com%40localhost/")
     assert "ends in a number" in message("https://1.2.3.4.5/")
+    assert "numeric spelling" in message("https://127.1:8632/")
+    assert "not an IPv4 address" in message("https://1.2.3.4.5/")
 
 
 def test_the_shape_rules_still_hold() -> None:

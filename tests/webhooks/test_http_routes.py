@@ -95,8 +95,12 @@ def test_put_refuses_urls_no_delivery_can_reach_and_keeps_accepting_deliverable_
 ) -> None:
     """These were accepted, then failed every attempt: httpx refuses non-canonical IPv4 and
     invalid IDNA, the resolver's IDNA codec refuses empty and over-long labels, ``xn--`` is no
-    A-label, and a percent sign in the host is looked up as it stands."""
+    A-label, a percent sign in the host is looked up as it stands, and TLS verification fails
+    on a numeric spelling of an address (the certificate is checked against ``127.1``)."""
     for url in (
+        "https://2130706433:8632/",
+        "https://0x7f000001:8632/",
+        "https://127.1:8632/",
         "https://0177.0.0.1/",
         "https://127.000.000.001/",
         "https://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ/",
@@ -108,7 +112,13 @@ def test_put_refuses_urls_no_delivery_can_reach_and_keeps_accepting_deliverable_
         error = expect(client.request("PUT", _hook(tenant), tenant.session, json={"url": url}), 400)["error"]
         assert (error["code"], error.get("param")) == ("validation_error", "url"), (url, error)
     expect(client.get(_hook(tenant), tenant.session), 404, "webhook_endpoint_not_found")
-    for url in ("https://bücher.example/hook", "https://2130706433/", "https://[::1]:8443/x", URL):
+    for url in (
+        "https://bücher.example/hook",
+        "https://127.0.0.1:8632/",
+        "https://hooks1.example.com/",
+        "https://[::1]:8443/x",
+        URL,
+    ):
         answer = client.request("PUT", _hook(tenant), tenant.session, json={"url": url})
         assert answer.status_code in (200, 201), (url, answer.text)
         assert answer.json()["url"] == url

@@ -6,10 +6,13 @@ event in silence, so the host is held to what the delivering side (httpx, the sy
 the SSRF guard) can use, and to what DNS can hold:
 
 - an IP literal: IPv6 in brackets; IPv4 as four decimal numbers without leading zeros (httpx
-  refuses ``0177.0.0.1`` and ``127.000.000.001``); or one of the older numeric spellings the SSRF
-  guard reads as the address they denote (``2130706433``, ``0x7f000001``, ``127.1``). A host
-  whose last label is a number and that is none of these (``1.2.3.4.5``, ``a.1``, ``1.2.3.4.``)
-  is refused, as the WHATWG URL Standard refuses it: no public name ends in a number;
+  refuses ``0177.0.0.1`` and ``127.000.000.001``). Any other host whose last label is a number,
+  decimal or ``0x`` hexadecimal, is refused. No public name ends in a number (the WHATWG URL
+  Standard reads such a host as an address, or refuses it: ``1.2.3.4.5``, ``a.1``, ``1.2.3.4.``),
+  and the older numeric spellings of an address (``2130706433``, ``0x7f000001``, ``127.1``) are
+  not deliverable either: the SSRF guard reads them as the address they denote and connects to
+  it, but httpx verifies the certificate against the host as spelled, which no certificate
+  names, so every attempt failed TLS verification;
 - a name: labels of 1 to 63 characters (an empty label, ``a..b``, or a longer one is refused by
   the resolver's IDNA codec before any lookup), 253 characters in all (RFC 1035), and none of
   the characters the WHATWG URL Standard forbids in a domain (``%``, ``<``, ``>``, ``[``, ``]``,
@@ -199,11 +202,20 @@ def _ends_in_a_number(name: str) -> bool:
 
 
 def _require_number_is_an_address(name: str) -> None:
-    """A host ending in a number is an address the delivery connects to, or nothing at all."""
-    if _ends_in_a_number(name) and legacy_ipv4(name) is None:
+    """A host ending in a number must be a dotted-quad IPv4 address, which returned before this.
+
+    A numeric spelling that ``inet_aton`` reads (:func:`legacy_ipv4`) names an address too, but
+    TLS fails on it: httpx checks the certificate against the host as written (``127.1``),
+    which no certificate names."""
+    if _ends_in_a_number(name):
+        kind = (
+            "a numeric spelling of an IPv4 address"
+            if legacy_ipv4(name) is not None
+            else "not an IPv4 address"
+        )
         raise _refuse(
-            "host ends in a number but is not an IPv4 address (four numbers from 0 to 255, "
-            "or a numeric spelling such as 2130706433)"
+            f"host ends in a number but is {kind}: write an IPv4 address as four decimal "
+            "numbers from 0 to 255 (127.0.0.1, not 2130706433, 0x7f000001 or 127.1), or a name"
         )
 
 
@@ -214,7 +226,10 @@ def legacy_ipv4(host: str) -> IPv4Address | None:
     """The IPv4 address of a numeric host in any spelling ``inet_aton`` reads (and the delivery's
     SSRF guard, ``refcore_http.webhooks.ssrf.parse_numeric_host``, with it): one to four parts,
     each decimal, octal (leading ``0``) or hexadecimal (``0x``), the last filling the remaining
-    bytes. ``None`` for anything else."""
+    bytes. ``None`` for anything else.
+
+    The URL rule now refuses these spellings; the SSRF guard still reads them, so that an
+    endpoint URL stored before is still checked as the address it denotes."""
     parts = host.split(".")
     if not 1 <= len(parts) <= 4 or not all(_LEGACY_PART.fullmatch(part) for part in parts):
         return None
