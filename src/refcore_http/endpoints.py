@@ -120,6 +120,12 @@ class Output:
     many: bool = False
     #: A body that is not JSON (the CSV export): its media type; described as a string.
     media_type: str | None = None
+    #: ``(status, schema name)`` of a status whose body is another schema than ``schema``: the
+    #: webhook endpoint's ``PUT`` answers ``201`` with the signing secret and ``200`` without.
+    schemas: tuple[tuple[int, str], ...] = ()
+    #: Error statuses only this endpoint answers, besides those every endpoint of its kind does
+    #: (:func:`refcore_http.openapi.build_openapi`): ``429`` of the rate-limited signup.
+    errors: tuple[int, ...] = ()
 
 
 def returns(schema: str, *statuses: int) -> Output:

@@ -11,24 +11,42 @@ from typing import Any
 
 import refcore
 from refcore.representation import JsonObject
-from refcore_http.endpoints import Endpoint
-from refcore_http.schemas import OBJECTS, body_schema, list_of, ref
+from refcore.services.principal import PrincipalKind
+from refcore_http.endpoints import Endpoint, Output
+from refcore_http.schemas import INTEGER, OBJECTS, body_schema, list_of, ref
 
 _STATUS_TEXT = {
     200: "OK",
     201: "Created",
+    202: "Accepted",
     204: "No content",
+    304: "Not modified: the ETag sent in If-None-Match is current; no body",
     400: "Invalid input (invalid_json, validation_error, field_not_allowed, …)",
     401: "Missing, unknown or revoked credential (unauthenticated)",
     403: "The credential may not call this endpoint",
     404: "No such object, or it belongs to another tenant",
-    409: "Conflict with the stored state",
+    405: "The path exists, the method does not (method_not_allowed); Allow lists the methods",
+    409: "Conflict with the stored state (for a read: mode_mismatch)",
     413: "Body over 1 MiB (body_too_large)",
+    429: "Too many requests (rate_limited); Retry-After says when to try again",
+    500: "Unexpected failure (internal_error); the details are in the server log only",
+}
+#: Credentials that hold a mode: with one, a read of the other mode's activity is ``409``.
+_MODE_KINDS = frozenset({PrincipalKind.APP_KEY, PrincipalKind.MANAGED_KEY})
+_RETRY_AFTER: JsonObject = {"description": "Whole seconds until the window ends", "schema": INTEGER}
+#: Described once, in ``components``: a method that a path does not have is no operation of it.
+_SHARED_RESPONSES: JsonObject = {
+    "MethodNotAllowed": {
+        "description": _STATUS_TEXT[405],
+        "headers": {"Allow": {"description": "The methods of the path", "schema": {"type": "string"}}},
+        "content": {"application/json": {"schema": ref("Error")}},
+    }
 }
 
 
 def build_index(endpoints: Sequence[Endpoint]) -> JsonObject:
-    """Decisions 11: ``{"object": "index", "version": "v1", "endpoints": [{method, path, auth}]}``."""
+    """Decisions 11: ``{"object": "index", "version": "v1", "endpoints": [{method, path, auth,
+    summary}]}``."""
     return {
         "object": "index",
         "version": "v1",
@@ -40,16 +58,21 @@ def build_index(endpoints: Sequence[Endpoint]) -> JsonObject:
 
 
 def _error_statuses(endpoint: Endpoint) -> list[int]:
+    """The errors an endpoint of this kind may answer; ``500`` is every endpoint's."""
     statuses = [400]
     if not endpoint.access.ignored:
         statuses.append(401)
         if endpoint.access.kinds:
             statuses.append(403)
-    if endpoint.path_params or endpoint.body is not None or endpoint.query or endpoint.raw_body:
+    names_something = endpoint.path_params or endpoint.query
+    if names_something or endpoint.body is not None or endpoint.raw_body:
         statuses.append(404)
     if endpoint.method in ("POST", "PATCH", "PUT", "DELETE"):
         statuses += [409, 413]
-    return statuses
+    elif names_something and endpoint.access.kinds & _MODE_KINDS:
+        statuses.append(409)  # an ID or environment of the other mode than the key's
+    statuses += endpoint.output.errors
+    return sorted({*statuses, 500})
 
 
 def _security(endpoint: Endpoint) -> list[JsonObject]:
@@ -85,34 +108,13 @@ def _operation(endpoint: Endpoint, definitions: dict[str, JsonObject]) -> JsonOb
         }
         for h in endpoint.headers
     ]
-    responses: dict[str, Any] = {}
-    output = endpoint.output
-    for status in output.statuses:
-        if output.media_type is not None:
-            responses[str(status)] = {
-                "description": _STATUS_TEXT.get(status, "OK"),
-                "content": {output.media_type: {"schema": {"type": "string"}}},
-            }
-            continue
-        if output.schema is None:
-            responses[str(status)] = {"description": _STATUS_TEXT.get(status, "OK")}
-            continue
-        schema = list_of(output.schema) if output.many else ref(output.schema)
-        responses[str(status)] = {
-            "description": _STATUS_TEXT.get(status, "OK"),
-            "content": {"application/json": {"schema": schema}},
-        }
-    error_content = {"application/json": {"schema": ref("Error")}}
-    for status in _error_statuses(endpoint):
-        responses[str(status)] = {"description": _STATUS_TEXT[status], "content": error_content}
-    responses["default"] = {"description": "Any other error, in the same envelope", "content": error_content}
     operation: JsonObject = {
         "operationId": endpoint.operation_id,
         "summary": endpoint.summary,
         "tags": list(endpoint.tags),
         "security": _security(endpoint),
         "x-refcore-auth": endpoint.access.name,
-        "responses": responses,
+        "responses": _responses(endpoint),
     }
     if endpoint.description:
         operation["description"] = endpoint.description
@@ -132,6 +134,31 @@ def _operation(endpoint: Endpoint, definitions: dict[str, JsonObject]) -> JsonOb
     return operation
 
 
+def _responses(endpoint: Endpoint) -> dict[str, Any]:
+    responses = {str(status): _success(endpoint.output, status) for status in endpoint.output.statuses}
+    error_content = {"application/json": {"schema": ref("Error")}}
+    for status in _error_statuses(endpoint):
+        responses[str(status)] = {"description": _STATUS_TEXT[status], "content": error_content}
+        if status == 429:
+            responses[str(status)]["headers"] = {"Retry-After": _RETRY_AFTER}
+    responses["default"] = {"description": "Any other error, in the same envelope", "content": error_content}
+    return responses
+
+
+def _success(output: Output, status: int) -> JsonObject:
+    """One success status of ``output``: its body's media type and schema (none for ``304``)."""
+    described: JsonObject = {"description": _STATUS_TEXT.get(status, "OK")}
+    if status == 304:
+        return described
+    if output.media_type is not None:
+        return {**described, "content": {output.media_type: {"schema": {"type": "string"}}}}
+    name = dict(output.schemas).get(status, output.schema)
+    if name is None:
+        return described
+    schema = list_of(name) if output.many else ref(name)
+    return {**described, "content": {"application/json": {"schema": schema}}}
+
+
 def build_openapi(endpoints: Sequence[Endpoint]) -> JsonObject:
     definitions: dict[str, JsonObject] = {}
     paths: dict[str, dict[str, JsonObject]] = {}
@@ -149,6 +176,7 @@ def build_openapi(endpoints: Sequence[Endpoint]) -> JsonObject:
         "paths": paths,
         "components": {
             "schemas": {**OBJECTS, **definitions},
+            "responses": _SHARED_RESPONSES,
             "securitySchemes": {
                 "bearer": {
                     "type": "http",

@@ -3,7 +3,9 @@
 Response objects are described here once, by the fields :mod:`refcore.representation` gives them
 (decisions 10); they allow additional properties, since more fields are welcome, but every field
 named here is required, so a representation that drops or retypes one contradicts the document
-(the property-based API test checks every response against it). Request bodies are not described
+(the property-based API test checks every response against it). Because they are open, that test
+cannot see a field the server sends and the document forgets: ``tests/http/test_openapi_responses.py``
+reads them closed against a walk that reaches every response schema. Request bodies are not described
 by hand: their schemas are derived from the attrs request classes that the dispatcher structures
 bodies into (:func:`body_schema`), so the document cannot drift from what the server accepts.
 """
@@ -85,11 +87,18 @@ OBJECTS: dict[str, JsonObject] = {
             "version": STRING,
             "endpoints": {
                 "type": "array",
-                "items": shape({"method": STRING, "path": STRING, "auth": STRING}),
+                "items": shape({"method": STRING, "path": STRING, "auth": STRING, "summary": STRING}),
             },
         }
     ),
-    "OpenApiDocument": shape({"openapi": STRING, "info": {"type": "object"}, "paths": {"type": "object"}}),
+    "OpenApiDocument": shape(
+        {
+            "openapi": STRING,
+            "info": {"type": "object"},
+            "paths": {"type": "object"},
+            "components": {"type": "object"},
+        }
+    ),
     "Organization": resource("organization", name=STRING),
     "App": resource(
         "app",
@@ -104,6 +113,8 @@ OBJECTS: dict[str, JsonObject] = {
         mode=enum("test", "live"),
         last4=STRING,
         revoked_at=nullable(TIMESTAMP),
+        # an affiliate key's program affiliate; null for App and managed revenue keys
+        program_affiliate_id=nullable(STRING),
     ),
     "IssuedApiKey": resource(
         "api_key",
@@ -112,6 +123,7 @@ OBJECTS: dict[str, JsonObject] = {
         mode=enum("test", "live"),
         last4=STRING,
         revoked_at=nullable(TIMESTAMP),
+        program_affiliate_id={"type": "null"},
         secret=STRING,
     ),
     "Program": resource(
@@ -212,6 +224,7 @@ OBJECTS: dict[str, JsonObject] = {
         refunded_amount=INTEGER,
         disputed_amount=INTEGER,
         commission_amount=INTEGER,
+        source=enum("api", "processor"),
     ),
     "Refund": resource(
         "refund", activity=True, refund_id=STRING, payment_id=STRING, transaction_id=STRING, amount=INTEGER

@@ -188,8 +188,10 @@ def test_a_confirm_url_with_its_slug_and_query_is_taken(value: str, link: str) -
     assert join_policy(settings).link("acme", "join_x") == link
 
 
-def test_the_default_confirm_url_is_one_the_setting_takes() -> None:
-    default = join_policy(Settings()).confirm_url
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::", "::1"])
+def test_the_default_confirm_url_is_one_the_setting_takes(host: str) -> None:
+    """An IPv6 host goes in brackets (``http://[::]:8000/…``): unbracketed, the link did not parse."""
+    default = join_policy(Settings(host=host)).confirm_url
     assert Settings.from_env({"REFCORE_JOIN_CONFIRM_URL": default}).join_confirm_url == default
 
 

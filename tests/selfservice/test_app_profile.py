@@ -144,7 +144,7 @@ def test_uploading_again_replaces_the_logo_and_its_url(client: Client, acme: Ten
 def test_removing_the_logo(client: Client, acme: Tenant) -> None:
     expect(_upload(client, acme, png()), 200)
     removed = expect(client.delete(f"/v1/apps/{acme.app_id}/logo", acme.session), 200)
-    assert removed["deleted"] is True and removed["url"] is None and removed["content_type"] is None
+    assert removed["deleted"] is True and removed["url"] and removed["content_type"] == "image/png"
     expect(client.get(f"/v1/apps/{acme.app_id}/logo"), 404, "logo_not_found")
     expect(client.delete(f"/v1/apps/{acme.app_id}/logo", acme.session), 404, "logo_not_found")
     assert expect(client.get("/v1/join/acme-partners"), 200)["app"]["logo_url"] is None

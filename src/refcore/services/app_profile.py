@@ -126,6 +126,9 @@ def upload_logo(rt: Runtime, principal: Principal, app_id: str, data: bytes) -> 
 def remove_logo(rt: Runtime, principal: Principal, app_id: str) -> AppLogo:
     """Clear the logo; ``404 logo_not_found`` when there is none. The row stays (no deletes).
 
+    Returns the logo as it was before, as every delete of the API answers the object it removed
+    (a link, the webhook endpoint): the cleared row has nothing left to show.
+
     ``DELETE /v1/apps/:id/logo``. Errors: ``app_not_found``, ``logo_not_found``."""
 
     def work(tx: Tx) -> AppLogo:
@@ -133,8 +136,8 @@ def remove_logo(rt: Runtime, principal: Principal, app_id: str) -> AppLogo:
         logo = tx.uow.app_logos.find_one({"app_id": app_id}, for_update=True)
         if logo is None or not logo.present:
             raise NotFound(f"App {app_id} has no logo", code="logo_not_found")
-        logo = evolve(logo, content_type=None, data=None, sha256=None, size=0, updated_at=tx.now)
-        tx.uow.app_logos.replace(logo)
+        cleared = evolve(logo, content_type=None, data=None, sha256=None, size=0, updated_at=tx.now)
+        tx.uow.app_logos.replace(cleared)
         return logo
 
     return rt.transaction(work)

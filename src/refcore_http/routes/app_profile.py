@@ -25,6 +25,7 @@ from refcore_http.endpoints import (
     PUBLIC,
     Call,
     Endpoint,
+    HeaderParam,
     Output,
     QueryParam,
     Reply,
@@ -60,6 +61,7 @@ def logo_url(logo: AppLogo) -> str:
 
 
 def _logo(logo: AppLogo) -> JsonObject:
+    """A logo with its image: an upload, or a removed logo as it was (the answer of its delete)."""
     return {
         "id": logo.id,
         "object": "app_logo",
@@ -68,7 +70,7 @@ def _logo(logo: AppLogo) -> JsonObject:
         "content_type": logo.content_type,
         "size": logo.size,
         "sha256": logo.sha256,
-        "url": logo_url(logo) if logo.present else None,
+        "url": logo_url(logo),
         "updated_at": timestamp(logo.updated_at),
     }
 
@@ -154,6 +156,7 @@ def upload_logo(call: Call) -> Reply:
 
 
 def remove_logo(call: Call) -> Reply:
+    """The logo as it was, with ``"deleted": true``, like every delete (docs/api.md)."""
     logo = app_profile.remove_logo(call.runtime, call.who, call.params["id"])
     return ok({**_logo(logo), "deleted": True})
 
@@ -274,10 +277,18 @@ ROUTES = (
         "The App's logo image (public, for the join page)",
         show_logo,
         PUBLIC,
-        Output(schema=None, media_type="image/*"),
+        Output(schema=None, statuses=(200, 304), media_type="image/*"),
         query=(QueryParam("v", "Any value; the logo URL carries the image's digest so that caches refresh"),),
+        headers=(
+            HeaderParam(
+                "If-None-Match",
+                "The ETag of a copy the client has: 304 without a body if current",
+                required=False,
+            ),
+        ),
         tags=_TAGS,
-        description="Public. The image, with the type found at upload; without one, 404 logo_not_found.",
+        description="Public. The image, with the type found at upload; without one, 404 logo_not_found. "
+        "Answers an ETag (the image's SHA-256); If-None-Match with it is 304 Not Modified, no body.",
     ),
     Endpoint(
         "GET",
@@ -320,10 +331,10 @@ _LOGO_FIELDS: dict[str, JsonObject] = {
     "object": {"const": "app_logo"},
     "created_at": TIMESTAMP,
     "app_id": STRING,
-    "content_type": nullable(enum("image/png", "image/jpeg", "image/webp")),
+    "content_type": enum("image/png", "image/jpeg", "image/webp"),
     "size": INTEGER,
-    "sha256": nullable(STRING),
-    "url": nullable(STRING),
+    "sha256": STRING,
+    "url": STRING,
     "updated_at": TIMESTAMP,
 }
 _MODE_SETUP = shape(

@@ -19,7 +19,7 @@ from refcore.ports.mailer import Mailer
 from refcore.representation import JsonObject, represent, represent_commission_terms, timestamp
 from refcore.services import join
 from refcore.services.join import JoinPolicy
-from refcore_http.endpoints import PUBLIC, Call, Endpoint, Reply, created, ok, returns
+from refcore_http.endpoints import PUBLIC, Call, Endpoint, Output, Reply, created, ok, returns
 from refcore_http.mailers import open_mailer
 from refcore_http.routes.app_profile import logo_url, represent_agreement
 from refcore_http.schemas import BOOLEAN, INTEGER, OBJECTS, STRING, TIMESTAMP, enum, nullable, ref, shape
@@ -41,8 +41,15 @@ class ConfirmBody:
     token: str
 
 
+def _default_confirm_url(settings: Settings) -> str:
+    """This server's own confirm page; an IPv6 host in brackets, as a URL must write it (with
+    ``REFCORE_HOST=::`` the link had read ``http://:::8000/…``)."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    return f"http://{host}:{settings.port}/join/{{slug}}/confirm"
+
+
 def join_policy(settings: Settings) -> JoinPolicy:
-    confirm_url = settings.join_confirm_url or f"http://{settings.host}:{settings.port}/join/{{slug}}/confirm"
+    confirm_url = settings.join_confirm_url or _default_confirm_url(settings)
     return JoinPolicy(
         per_email=settings.join_limit_per_email,
         per_ip=settings.join_limit_per_ip,
@@ -142,7 +149,7 @@ ROUTES = (
         "Ask to join a program (a confirmation link is e-mailed)",
         start_join,
         PUBLIC,
-        returns("JoinRequest", 202),
+        Output(schema="JoinRequest", statuses=(202,), errors=(429,)),
         body=JoinBody,
         tags=_TAGS,
         description="Public. Rate-limited per e-mail address and per client IP (429 rate_limited). "
@@ -205,6 +212,7 @@ SCHEMAS: dict[str, JsonObject] = {
                     "kind": {"const": "affiliate"},
                     "mode": {"const": "live"},
                     "last4": STRING,
+                    "revoked_at": {"type": "null"},
                     "program_affiliate_id": STRING,
                     "secret": {"type": "string", "pattern": "^key_aff_"},
                 }

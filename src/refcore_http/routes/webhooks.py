@@ -16,6 +16,7 @@ from refcore_http.endpoints import (
     PAGING,
     Call,
     Endpoint,
+    Output,
     Reply,
     ok,
     returns,
@@ -105,7 +106,11 @@ ROUTES = (
         "Configure the App's webhook endpoint",
         configure_webhook_endpoint,
         DEVELOPER,
-        returns("WebhookEndpoint", 200, 201),
+        Output(
+            schema="WebhookEndpoint",
+            statuses=(200, 201),
+            schemas=((201, "WebhookEndpointWithSecret"),),
+        ),
         body=WebhookEndpointBody,
         description="201 with the signing secret `secret` (shown this once) when this creates the "
         "endpoint; 200 without it when it replaces the configuration of an existing one.",
