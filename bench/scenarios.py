@@ -155,19 +155,30 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("payout_balance", "payout balance (GET /v1/payout-balance, affiliate key)", payout_balance),
 )
 
+def ready_payouts_page(world: World) -> Load:
+    return Load("GET", f"/v1/ready-payouts?program_id={world.program_id}&limit=25", _auth(world.live_key))
+
+
 #: The scaling reads: the App's newest commissions page, the balance of an affiliate holding a
-#: tenth of all entries (its history grows with the database), and the balance of an affiliate
-#: whose history stays at 1,000 entries while the database grows around it.
+#: tenth of all entries (its history grows with the database), the balance of an affiliate
+#: whose history stays at 1,000 entries while the database grows around it, and the program's
+#: page of ready payouts (every affiliate's available balance: it had read each one's whole
+#: history, 3.9 s at 100,000 entries; bench/history.md, thirty-sixth session).
 STEADY = Scenario(
     "steady_balance",
     "payout balance of an affiliate with a fixed 1,000 entries",
     steady_payout_balance,
 )
-SCALING_READS = ("commissions_page", "payout_balance", "steady_balance")
+READY_PAYOUTS = Scenario(
+    "ready_payouts",
+    "ready payouts page (GET /v1/ready-payouts?limit=25, App key)",
+    ready_payouts_page,
+)
+SCALING_READS = ("commissions_page", "payout_balance", "steady_balance", "ready_payouts")
 
 
 def by_key(key: str) -> Scenario:
-    for scenario in (*SCENARIOS, STEADY):
+    for scenario in (*SCENARIOS, STEADY, READY_PAYOUTS):
         if scenario.key == key:
             return scenario
     raise KeyError(key)
