@@ -121,6 +121,26 @@ def test_a_state_claimed_just_before_it_expires_is_accepted(
     expect(claim(client, tenant.session, state, new_installation()), 201)
 
 
+def test_a_link_made_between_seconds_expires_when_it_says(
+    client: Client, runtime: Runtime, clock: ManualClock
+) -> None:
+    """The state carries its expiry in whole seconds; ``expires_at`` said up to a second later,
+    so a claim in that second was refused while the link still promised it."""
+    tenant = new_tenant(client, runtime, "acme")
+    clock.advance(timedelta(milliseconds=744))
+    link = connect_link(client, tenant.session, app_id=tenant.app_id, mode="test")
+    assert link["expires_at"] == "2026-01-01T01:00:00.000Z"
+    clock.advance(timedelta(hours=1) - timedelta(milliseconds=745))  # 00:59:59.999
+    expect(claim(client, tenant.session, link["state"], new_installation()), 201)
+    other = new_tenant(client, runtime, "beta")
+    late = connect_link(client, other.session, app_id=other.app_id, mode="test")
+    clock.advance(timedelta(hours=1))
+    assert (
+        "expired"
+        in expect(claim(client, other.session, late["state"], new_installation()), 400)["error"]["message"]
+    )
+
+
 def _tampered(state: str) -> list[str]:
     version, body, mac = state.split(".")
     flip = {"A": "B", "B": "A"}

@@ -258,7 +258,9 @@ def create_connect_link(
         state = ConnectState(
             app_id=app.id,
             mode=target_mode,
-            expires_at=tx.now + CONNECT_LINK_TTL,
+            # Whole seconds, as the state carries it: the link must not promise a moment later
+            # than the one its state is refused at.
+            expires_at=(tx.now + CONNECT_LINK_TTL).replace(microsecond=0),
             nonce=secrets.token_urlsafe(18),
         )
         token = encode_state(keys, state)
