@@ -94,10 +94,10 @@ def ready_payout_of(tx: Tx, program: Program, affiliate: ProgramAffiliate) -> Re
     if in_flight is not None:
         details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
         return ReadyPayout(affiliate, in_flight.amount, in_flight.currency, in_flight, details)
-    # The aggregate read, not funds_of: that loads every entry the affiliate ever earned and
-    # its payment, so a page of ready payouts took as long as the program's whole history
-    # (0.5 s at 10 thousand entries, 3.9 s at 100 thousand). The contract suite holds the two
-    # to the same sums.
+    # The payout balance's aggregate read, not funds_of, which loads the entries a payout would
+    # take: a page of ready payouts had read entries for every affiliate (0.5 s at 10 thousand
+    # entries, 3.9 s at 100 thousand, when funds_of still loaded all of them). The contract
+    # suite holds the two to the same sums.
     available = live_balance(tx, affiliate.id).available
     if is_ready(available, program.minimum_payout):
         details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
