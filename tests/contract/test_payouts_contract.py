@@ -100,31 +100,43 @@ def test_a_payout_beyond_32_bits_is_paid_on_every_store(runtime: Runtime, clock:
     assert pw.balance() == Balance(paid=owed)
 
 
+def held_after_its_read(
+    monkeypatch: pytest.MonkeyPatch, module: Any, read: str, first: Callable[[], T], other: Callable[[], Any]
+) -> tuple[T, Any]:
+    """Run ``first``, hold it just after its first call of ``module.read`` (a read of the
+    balance or the funds), run ``other`` meanwhile, and let ``first`` go on once ``other`` has
+    finished or waited half a second (it finishes early only if it did not wait for ``first``).
+    Both results."""
+    read_done, may_go_on = threading.Event(), threading.Event()
+    real_read = getattr(module, read)
+
+    def held_read(*args: Any) -> Any:
+        value = real_read(*args)
+        if not read_done.is_set():
+            read_done.set()
+            assert may_go_on.wait(10)
+        return value
+
+    monkeypatch.setattr(module, read, held_read)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        running_first = pool.submit(first)
+        assert read_done.wait(10)
+        running_other = pool.submit(other)
+        with contextlib.suppress(TimeoutError):
+            running_other.result(timeout=0.5)
+        may_go_on.set()
+        return running_first.result(timeout=10), running_other.result(timeout=10)
+
+
 def request_held_during(
     pw: PayoutWorld, monkeypatch: pytest.MonkeyPatch, other: Callable[[], T]
 ) -> tuple[Any, T]:
-    """Make the affiliate's payout request, hold it just after its read of the balance, run
-    ``other`` meanwhile, and let the request go on only once ``other`` has waited half a second
-    (it returns early only if it did not wait for the request). The request and ``other``'s result."""
+    """The affiliate's payout request, held after its read of the balance while ``other`` runs."""
     principal, _ = affiliate_key(pw.rt, pw.world.affiliate)
-    request_read_the_balance, request_may_go_on = threading.Event(), threading.Event()
-    real_live_balance = payout_requests.live_balance
-
-    def held_live_balance(tx: Tx, program_affiliate_id: str) -> Any:
-        balance = real_live_balance(tx, program_affiliate_id)
-        request_read_the_balance.set()
-        assert request_may_go_on.wait(10)
-        return balance
-
-    monkeypatch.setattr(payout_requests, "live_balance", held_live_balance)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        requested = pool.submit(pw.request, principal)
-        assert request_read_the_balance.wait(10)
-        running = pool.submit(other)
-        with contextlib.suppress(TimeoutError):
-            running.result(timeout=0.5)
-        request_may_go_on.set()
-        return requested.result(timeout=10), running.result(timeout=10)
+    request, result = held_after_its_read(
+        monkeypatch, payout_requests, "live_balance", lambda: pw.request(principal), other
+    )
+    return request, result
 
 
 def test_a_payout_request_made_while_mark_paid_pays_its_money_is_closed_as_paid(
@@ -174,33 +186,6 @@ def test_a_payout_request_made_while_a_batch_is_prepared_is_paid_by_that_batch(
     )
 
 
-def payout_held_during(
-    pw: PayoutWorld, monkeypatch: pytest.MonkeyPatch, payout: Callable[[], T], other: Callable[[], Any]
-) -> tuple[T, Any]:
-    """Run ``payout`` (mark-paid or a batch), hold it just after it has read the affiliate's
-    funds, run ``other`` meanwhile, and let the payout go on once ``other`` has finished or
-    waited half a second. The payout's and ``other``'s results."""
-    payout_read_the_funds, payout_may_go_on = threading.Event(), threading.Event()
-    real_funds_of = payouts.funds_of
-
-    def held_funds_of(tx: Tx, program_affiliate_id: str) -> Any:
-        funds = real_funds_of(tx, program_affiliate_id)
-        if not payout_read_the_funds.is_set():
-            payout_read_the_funds.set()
-            assert payout_may_go_on.wait(10)
-        return funds
-
-    monkeypatch.setattr(payouts, "funds_of", held_funds_of)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        paying = pool.submit(payout)
-        assert payout_read_the_funds.wait(10)
-        running = pool.submit(other)
-        with contextlib.suppress(TimeoutError):
-            running.result(timeout=0.5)
-        payout_may_go_on.set()
-        return paying.result(timeout=10), running.result(timeout=10)
-
-
 @pytest.mark.parametrize("payout", ["mark_paid", "batch"])
 def test_a_request_for_money_that_came_after_a_payouts_read_is_not_closed_by_that_payout(
     runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, payout: str
@@ -225,7 +210,7 @@ def test_a_request_for_money_that_came_after_a_payouts_read_is_not_closed_by_tha
         pw.earn(5_000)
         return pw.request(principal)
 
-    paid, request = payout_held_during(pw, monkeypatch, pay, earn_then_request)
+    paid, request = held_after_its_read(monkeypatch, payouts, "funds_of", pay, earn_then_request)
     if payout == "batch":
         [paid] = pw.dispatch(paid.id).executions
         pw.report(paid.id, "succeeded", "k1")
