@@ -4,23 +4,56 @@
 moment, exactly the sums that applying :func:`refcore.rules.entry_status.entry_status` entry by
 entry gives: paid and processing from payout items, held from open disputes, pending until
 ``available_at`` (the instant itself is approved), approved otherwise. ``payout_states`` looked
-up by entry must agree with the per-affiliate derivation of ``services.payout_state``, and
+up by entry must agree with the per-affiliate derivation below (``payout_states``), and
 ``unsettled_entries`` must be exactly the entries that derivation finds neither paid nor
 processing, so that what a payout takes (``funds_of``) is the approved balance.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from refcore.clocks import ManualClock
-from refcore.models import DisputeStatus, EntryStatus, Mode
+from refcore.models import CommissionEntry, DisputeStatus, EntryStatus, Mode
+from refcore.models.payout import PayoutExecutionStatus
 from refcore.rules.entry_status import entry_status
 from refcore.services import payouts
-from refcore.services.payout_state import funds_of, payout_states
+from refcore.services.payout_state import PayoutStates, funds_of
 from refcore.services.runtime import Runtime, Tx
 from tests.contract.scenario import World, build_world
 
 LIVE = Mode.LIVE
 TEST = Mode.TEST
+
+
+def _active_items_of(tx: Tx, program_affiliate_id: str) -> list[Any]:
+    """The affiliate's items that still hold their entry (live or succeeded payouts)."""
+    items = tx.uow.payout_items.find_all({"program_affiliate_id": program_affiliate_id})
+    return [item for item in items if item.active_entry_id is not None]
+
+
+def payout_states(tx: Tx, entries: Iterable[CommissionEntry]) -> PayoutStates:
+    """Paid and frozen entry IDs among ``entries``, derived item by item from each affiliate's
+    payout items and their executions: the reference the store's lookup by entry must match."""
+    wanted = {entry.id for entry in entries}
+    affiliates = {entry.program_affiliate_id for entry in entries}
+    paid: set[str] = set()
+    processing: set[str] = set()
+    statuses: dict[str, PayoutExecutionStatus | None] = {}
+    for affiliate_id in affiliates:
+        for item in _active_items_of(tx, affiliate_id):
+            if item.entry_id not in wanted:
+                continue
+            if item.execution_id not in statuses:
+                execution = tx.uow.payout_executions.get(item.execution_id)
+                statuses[item.execution_id] = execution.status if execution else None
+            status = statuses[item.execution_id]
+            if status is PayoutExecutionStatus.SUCCEEDED:
+                paid.add(item.entry_id)
+            elif status is not None and status.live:
+                processing.add(item.entry_id)
+    return PayoutStates(paid=frozenset(paid), processing=frozenset(processing))
 
 
 def _derived(tx: Tx, affiliate_id: str, mode: Mode) -> dict[EntryStatus, int]:

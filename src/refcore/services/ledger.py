@@ -7,9 +7,7 @@ the current sum. Entries are never updated or deleted.
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from refcore.models import CommissionEntry, EntryKind, EntryStatus, EventType, Payment
+from refcore.models import CommissionEntry, EntryKind, EventType, Payment
 from refcore.representation import represent_entry
 from refcore.rules.commission import adjustment, ledger_target
 from refcore.rules.entry_status import entry_status
@@ -77,12 +75,3 @@ def _target(payment: Payment) -> int:
     return ledger_target(
         payment.commission_amount, payment.amount, payment.refunded_amount, payment.lost_amount
     )
-
-
-def status_of(
-    entry: CommissionEntry, payment: Payment | None, *, now: datetime, paid: bool, processing: bool = False
-) -> EntryStatus:
-    """The derived status of ``entry`` (:func:`refcore.rules.entry_status.entry_status`): ``held`` while
-    its payment has an open dispute (no payment read: not held)."""
-    held = payment is not None and payment.open_dispute_count > 0
-    return entry_status(entry, now=now, payment_held=held, paid=paid, processing=processing)

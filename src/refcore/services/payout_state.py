@@ -1,19 +1,18 @@
-"""Which commission entries are paid or frozen in a payout, derived from payout items.
+"""Which commission entries are paid or frozen in a payout, and what a payout would take now.
 
 The ledger never records payment: an entry is ``paid`` when an item of a ``succeeded``
 execution holds it, and ``processing`` (frozen, neither available nor paid) while an item of a
 ``prepared`` or ``ready`` execution holds it. Items of failed executions hold nothing
-(``active_entry_id`` is ``None``), so their entries are available again.
+(``active_entry_id`` is ``None``), so their entries are available again. The stores answer both
+by entry (:class:`refcore.ports.ledger.LedgerReads`); the contract suite derives them item by
+item to check them (``tests/contract/test_ledger_reads.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from attrs import frozen
 
 from refcore.models import CommissionEntry, Mode
-from refcore.models.payout import PayoutExecutionStatus, PayoutItem
 from refcore.rules.entry_status import entry_status
 from refcore.rules.payouts import payable_entries, payout_total
 from refcore.services.runtime import Tx
@@ -23,34 +22,6 @@ from refcore.services.runtime import Tx
 class PayoutStates:
     paid: frozenset[str] = frozenset()
     processing: frozenset[str] = frozenset()
-
-
-def active_items_of(tx: Tx, program_affiliate_id: str) -> list[PayoutItem]:
-    """The affiliate's items that still hold their entry (live or succeeded payouts)."""
-    items = tx.uow.payout_items.find_all({"program_affiliate_id": program_affiliate_id})
-    return [item for item in items if item.active_entry_id is not None]
-
-
-def payout_states(tx: Tx, entries: Iterable[CommissionEntry]) -> PayoutStates:
-    """Paid and frozen entry IDs among ``entries`` (read per affiliate: one query for its items)."""
-    wanted = {entry.id for entry in entries}
-    affiliates = {entry.program_affiliate_id for entry in entries}
-    paid: set[str] = set()
-    processing: set[str] = set()
-    statuses: dict[str, PayoutExecutionStatus | None] = {}
-    for affiliate_id in affiliates:
-        for item in active_items_of(tx, affiliate_id):
-            if item.entry_id not in wanted:
-                continue
-            if item.execution_id not in statuses:
-                execution = tx.uow.payout_executions.get(item.execution_id)
-                statuses[item.execution_id] = execution.status if execution else None
-            status = statuses[item.execution_id]
-            if status is PayoutExecutionStatus.SUCCEEDED:
-                paid.add(item.entry_id)
-            elif status is not None and status.live:
-                processing.add(item.entry_id)
-    return PayoutStates(paid=frozenset(paid), processing=frozenset(processing))
 
 
 @frozen
