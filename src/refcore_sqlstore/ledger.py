@@ -96,9 +96,9 @@ _ENTRIES = RowMapper(CommissionEntry, commission_entries)
 _LOCK_PAYOUT_PAYMENTS = text(
     """
     SELECT p.id FROM payments AS p
-    WHERE p.id IN (
+    WHERE p.id = ANY(ARRAY(
         SELECT e.transaction_id FROM commission_entries AS e WHERE e.id = ANY(CAST(:ids AS TEXT[]))
-    )
+    ))
     ORDER BY p.id
     FOR SHARE OF p
     """
