@@ -71,10 +71,9 @@ def _timestamp_of(header: str) -> datetime | None:
 
 
 def _malformation(header: str) -> str | None:
-    """What is wrong with the header's form (for the log: names the part, never shows it)."""
+    """What is wrong with the header's form, its ``t=`` aside (:func:`signed_at` refused that
+    before the signature was checked); for the log: names the part, never shows it."""
     items = [item.strip().partition("=") for item in header.split(",")]
-    if _timestamp_of(header) is None:
-        return "it has no single t=<unix seconds>"
     if not any(key == "v1" and value for key, _, value in items):
         return "it has no v1=<signature>"
     return None
