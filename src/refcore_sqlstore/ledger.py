@@ -4,9 +4,9 @@ The statuses follow the core's precedence (see :mod:`refcore.ports.ledger`):
 
 - ``paid`` and ``processing`` are the sums of the affiliate's ``succeeded`` and of its
   ``prepared``/``ready`` payout executions: an execution's amount is the sum of its items, each
-  holding one entry (the payouts' invariant, :class:`~refcore.models.payout.PayoutExecution`),
-  so a year of paid history costs one index entry per payout instead of one row per entry (the
-  ``(program_affiliate_id, status, id, amount)`` index covers the sum, migration 0005);
+  holding one entry (the payouts' invariant, :class:`~refcore.models.payout.PayoutExecution`).
+  Triggers keep both sums in one row per affiliate (``affiliate_payout_sums``, migration 0009),
+  so years of payouts cost one row, not one index entry per payout;
 - every other entry is ``held``, ``pending`` or ``approved``. Their sums come from
   ``affiliate_balance_buckets``, which database triggers keep per UTC month, day, hour and minute
   of ``available_at`` (migrations 0004 and 0005): ``held`` is the held column of every month;
@@ -17,8 +17,8 @@ The statuses follow the core's precedence (see :mod:`refcore.ports.ledger`):
 
 So a balance reads one row per month of the affiliate's history, at most 31 day rows, 24 hour
 rows and 60 minute rows, and one minute of entries, however many entries the affiliate has: its
-cost follows the calendar and the number of payouts, not the number of entries (migration
-0005 has the figures). The rule itself stays the core's: the contract suite compares these sums
+cost follows the calendar, not the number of entries or of payouts (migrations 0005 and 0009
+have the figures). The rule itself stays the core's: the contract suite compares these sums
 with the core's status of every entry, and ``tests/sqlstore/test_balance_buckets.py``
 compares the projection with a full scan of the ledger after random histories.
 """
@@ -31,14 +31,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     bindparam,
     case,
     exists,
     func,
     literal,
-    literal_column,
     select,
     text,
 )
@@ -53,6 +51,7 @@ from refcore_sqlstore.id_lists import IdList, in_id_list
 from refcore_sqlstore.mapping import RowMapper
 from refcore_sqlstore.tables import (
     affiliate_balance_buckets,
+    affiliate_payout_sums,
     commission_entries,
     payments,
     payout_executions,
@@ -119,12 +118,11 @@ _LOCK_PAYOUT_BUCKETS = text(
 ).bindparams(bindparam("ids", type_=IdList()))
 
 
-def _execution_sum(status: ColumnElement[bool]) -> Any:
-    x = payout_executions
-    return (
-        select(func.coalesce(func.sum(x.c.amount), 0))
-        .where(x.c.program_affiliate_id == bindparam("affiliate"), status)
-        .scalar_subquery()
+def _payout_sum(column: Any) -> Any:
+    """One of the affiliate's payout sums, from its one row (``0`` before its first payout)."""
+    s = affiliate_payout_sums
+    return func.coalesce(
+        select(column).where(s.c.program_affiliate_id == bindparam("affiliate")).scalar_subquery(), 0
     )
 
 
@@ -176,10 +174,8 @@ def _approved_this_minute() -> Any:
 def _status_sums_statement(with_payouts: bool) -> Any:
     """Built once per shape (statement building costs more than running it)."""
     if with_payouts:
-        paid: Any = _execution_sum(payout_executions.c.status == _SUCCEEDED)
-        # The statuses written into the SQL: a bound list would be rendered anew at each call.
-        live: list[Any] = [literal_column(f"'{status}'") for status in _LIVE_PAYOUT]
-        processing: Any = _execution_sum(payout_executions.c.status.in_(live))
+        paid: Any = _payout_sum(affiliate_payout_sums.c.paid_amount)
+        processing: Any = _payout_sum(affiliate_payout_sums.c.processing_amount)
     else:
         paid = processing = literal(0)
     b = affiliate_balance_buckets

@@ -432,6 +432,18 @@ affiliate_balance_buckets = Table(
     Index(None, "grain", "bucket"),
 )
 
+#: Per affiliate, the sums of its succeeded (``paid_amount``) and of its prepared or ready
+#: (``processing_amount``) payout executions, so that a balance reads one row however many payouts
+#: the affiliate had (:mod:`refcore_sqlstore.ledger`). Written by the triggers of migration 0009
+#: on ``payout_executions`` only, never by the application.
+affiliate_payout_sums = Table(
+    "affiliate_payout_sums",
+    metadata,
+    Column("program_affiliate_id", Id, primary_key=True),
+    Column("paid_amount", BigInteger, nullable=False),
+    Column("processing_amount", BigInteger, nullable=False),
+)
+
 # -- events and webhooks ---------------------------------------------------------------------
 
 events = Table(
@@ -544,8 +556,9 @@ payout_executions = Table(
     Column("live_program_affiliate_id", Id, nullable=True),
     UniqueConstraint("live_program_affiliate_id"),
     Index(None, "batch_id", "id"),
-    # Ends in ``amount`` so that an affiliate's paid and in-flight sums (its balance) read the
-    # index alone, not one table row per payout (migration 0005).
+    # Finds an affiliate's payouts by status (mark-paid's ready one). It ends in ``amount`` since
+    # the balance summed payouts through it (migration 0005); the balance now reads
+    # ``affiliate_payout_sums`` instead (migration 0009), and the index is left as it is.
     Index(None, "program_affiliate_id", "status", "id", "amount"),
     Index(None, "program_id", "id"),
     CheckConstraint("amount > 0", name="positive_amount"),

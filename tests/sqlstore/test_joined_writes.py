@@ -122,7 +122,9 @@ def test_a_second_update_of_a_row_starts_a_new_statement() -> None:
     ]
 
 
-@pytest.mark.parametrize(("table", "column"), [(t, c) for t, cs in TRIGGER_COLUMNS.items() for c in cs])
+@pytest.mark.parametrize(
+    ("table", "column"), [(t, c) for t, cs in TRIGGER_COLUMNS.items() for c in sorted(cs)]
+)
 def test_an_update_of_a_column_a_trigger_watches_is_never_joined(table: str, column: str) -> None:
     """A dispute's ``open_dispute_count`` moves its payment's entries between balance buckets
     in a trigger: joined with the inserts of new entries, it would move those too."""

@@ -182,37 +182,36 @@ def test_every_query_of_the_services_reads_an_index_range(sql_store: SqlStore) -
     assert problems == []
 
 
-def test_a_balance_sums_its_payouts_from_the_index_alone(sql_store: SqlStore) -> None:
-    """Migration 0005: the paid and in-flight parts of a balance read one index entry per payout,
-    never its table row (which made the balance of an affiliate with 510 payouts four times
-    slower than one with 12). SQLite names it a covering index; PostgreSQL, with the table priced
-    out, an index-only scan."""
+def test_a_balance_reads_its_payouts_sums_from_one_row_not_the_payouts(sql_store: SqlStore) -> None:
+    """Migration 0009: the paid and in-flight parts of a balance read the affiliate's one row of
+    ``affiliate_payout_sums`` by its key. Migration 0005's covering index still visited one entry
+    per payout (46 of a balance's 170 microseconds for an affiliate with 460 payouts, SQLite), so
+    the statement must not read ``payout_executions`` at all."""
     clock = ManualClock()
     world = build_world(sql_store.runtime(clock=clock), clock, hold_days=0)
     with recorded_selects(sql_store) as statements:
         commissions.payout_balance(world.rt, world.session, world.affiliate.id)
-    sums = [(s, p) for s, p in statements if "payout_executions" in s and "sum(" in s.lower()]
+    sums = [(s, p) for s, p in statements if "affiliate_payout_sums" in s]
     assert len(sums) == 1
     statement, parameters = sums[0]
+    assert "payout_executions" not in statement
     raw = engine_of(sql_store).raw_connection()
     try:
         cursor = raw.cursor()
         if sql_store.dialect == "sqlite":
             plan = [row[3] for row in cursor.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)]
-            payout_steps = [step for step in plan if "payout_executions" in step]
-            assert payout_steps and all("USING COVERING INDEX" in step for step in payout_steps), plan
+            steps = [step for step in plan if "affiliate_payout_sums" in step]
+            assert steps and all("(program_affiliate_id=?)" in step for step in steps), plan
         else:
             cursor.execute("SET enable_seqscan = off")
             cursor.execute("SET enable_bitmapscan = off")
             cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", parameters)
             document = cursor.fetchone()[0]
             plan = (document if isinstance(document, list) else json.loads(document))[0]["Plan"]
-            kinds = {
-                node["Node Type"]
-                for node in _plan_nodes(plan)
-                if node.get("Index Name", "").startswith("ix_payout_executions")
-            }
-            assert kinds == {"Index Only Scan"}, plan
+            lookups = [
+                node for node in _plan_nodes(plan) if node.get("Index Name", "") == "pk_affiliate_payout_sums"
+            ]
+            assert lookups and all("Index Cond" in node for node in lookups), plan
             raw.rollback()
     finally:
         raw.close()
