@@ -478,7 +478,7 @@ def render(
             "",
             *_scaling_table(results),
             "",
-            "The same three reads timed in-process (the service functions, no HTTP, one caller), which",
+            "The same reads timed in-process (the service functions, no HTTP, one caller), which",
             "separates what the database and the core cost per read from queueing:",
             "",
             *_service_table(results),

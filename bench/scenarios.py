@@ -155,6 +155,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("payout_balance", "payout balance (GET /v1/payout-balance, affiliate key)", payout_balance),
 )
 
+
 def ready_payouts_page(world: World) -> Load:
     return Load("GET", f"/v1/ready-payouts?program_id={world.program_id}&limit=25", _auth(world.live_key))
 

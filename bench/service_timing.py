@@ -14,6 +14,7 @@ from typing import Any
 
 from refcore.services.commissions import list_commissions
 from refcore.services.payout_accounts import get_payout_balance
+from refcore.services.payouts import list_ready_payouts
 from refcore.services.principal import Scope
 from refcore.services.tenancy import authenticate
 from refcore_http.store import open_store
@@ -43,7 +44,8 @@ def _time(work: Callable[[], object], *, seconds: float, at_most: int = 2000) ->
 def time_reads(
     database_url: str, *, app_key: str, program_id: str, affiliate_keys: dict[str, str], seconds: float
 ) -> dict[str, dict[str, Any]]:
-    """``commissions_page`` and one balance read per entry of ``affiliate_keys`` (name -> key)."""
+    """``commissions_page``, ``ready_payouts`` (the program's page of 25, with the App key) and one
+    balance read per entry of ``affiliate_keys`` (name -> key)."""
     store = open_store(database_url)
     try:
         rt = store.runtime
@@ -51,7 +53,10 @@ def time_reads(
         assert app.app_id is not None and app.mode is not None
         scope = Scope(app_id=app.app_id, mode=app.mode)
         timings = {
-            "commissions_page": _time(lambda: list_commissions(rt, scope, {}, limit=25), seconds=seconds)
+            "commissions_page": _time(lambda: list_commissions(rt, scope, {}, limit=25), seconds=seconds),
+            "ready_payouts": _time(
+                lambda: list_ready_payouts(rt, app, program_id, limit=25), seconds=seconds
+            ),
         }
         for name, key in affiliate_keys.items():
             affiliate = authenticate(rt, key)
