@@ -104,7 +104,10 @@ async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> 
         if extra:
             raise ValidationError(f"Unknown field {extra[0]}; this endpoint takes no payload", param=extra[0])
         return None, _NOTHING_SENT
-    parsed = structure(decode_object(raw, content_type), endpoint.body)
+    if endpoint.body_optional and not raw.strip():
+        parsed = structure({}, endpoint.body)
+    else:
+        parsed = structure(decode_object(raw, content_type), endpoint.body)
     return parsed.value, parsed.sent
 
 

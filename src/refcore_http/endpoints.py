@@ -226,6 +226,9 @@ class Endpoint:
     output: Output
     #: An attrs class the JSON body is structured into; ``None``: no payload (empty body or ``{}``).
     body: type[Any] | None = None
+    #: Every field of ``body`` is optional and an empty body means ``{}``: an action route that
+    #: grew an optional field (mark-paid's ``amount``) still takes the empty body it always took.
+    body_optional: bool = False
     query: tuple[QueryParam, ...] = ()
     headers: tuple[HeaderParam, ...] = ()
     #: Answer browsers across origins (public capture).

@@ -128,7 +128,7 @@ def _operation(endpoint: Endpoint, definitions: dict[str, JsonObject]) -> JsonOb
         operation["requestBody"] = {"required": True, "content": content}
     if endpoint.body is not None:
         operation["requestBody"] = {
-            "required": True,
+            "required": not endpoint.body_optional,
             "content": {"application/json": {"schema": body_schema(endpoint.body, definitions)}},
         }
     return operation

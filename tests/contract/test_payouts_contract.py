@@ -19,7 +19,7 @@ import pytest
 from attrs import evolve
 
 from refcore.clocks import ManualClock
-from refcore.errors import ConcurrentWrite
+from refcore.errors import ConcurrentWrite, StateConflict
 from refcore.models import EventType
 from refcore.models.payout import PayoutExecutionStatus, PayoutRequestStatus
 from refcore.rules.entry_status import Balance
@@ -49,6 +49,37 @@ def test_the_full_payout_cycle_holds_on_every_store(runtime: Runtime, clock: Man
     pw.earn(5_000)
     pw.past_hold()
     assert pw.mark_paid().amount == 1000
+    assert pw.balance() == Balance(paid=3000)
+
+
+def test_mark_paid_with_another_amount_than_the_ready_payout_changes_nothing(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """Mark-paid's ``amount`` guard, on both of its paths (a dispatched payout, the available
+    balance): a mismatch is ``state_conflict`` and its unit of work leaves no trace."""
+    pw = build_payout_world(runtime, clock)
+    affiliate = pw.world.affiliate.id
+
+    def mark_paid(amount: int) -> Any:
+        return payouts.mark_paid(pw.rt, pw.world.session, affiliate, amount=amount)
+
+    pw.earn(10_000)
+    pw.past_hold()
+    [execution] = pw.dispatch(pw.prepare().id).executions
+    with pytest.raises(StateConflict) as caught:
+        mark_paid(1999)
+    assert caught.value.param == "amount"
+    assert pw.balance() == Balance(processing=2000)
+    assert pw.events(EventType.PAYOUT_SUCCEEDED) == []
+    assert mark_paid(2000).id == execution.id
+
+    pw.earn(5_000)
+    pw.past_hold()
+    with pytest.raises(StateConflict):
+        mark_paid(2000)  # a retry of the first, after more money arrived
+    assert pw.balance() == Balance(available=1000, paid=2000)
+    assert len(pw.events(EventType.PAYOUT_SUCCEEDED)) == 1
+    assert mark_paid(1000).amount == 1000
     assert pw.balance() == Balance(paid=3000)
 
 

@@ -358,3 +358,57 @@ def test_the_index_lists_every_payout_endpoint(client: Client) -> None:
     } <= listed
     schemas = expect(client.get("/v1/openapi.json"), 200)["components"]["schemas"]
     assert {"PayoutExecution", "PayoutInstructions", "ReadyPayout", "PayoutBalance"} <= set(schemas)
+
+
+def test_mark_paid_with_an_amount_records_only_a_payout_of_exactly_that_amount(
+    client: Client, runtime: Runtime, clock: ManualClock, tenant: Tenant
+) -> None:
+    """Mark-paid names only the affiliate, so the money that became available after the operator
+    looked (or after a timed-out mark-paid had already recorded the payout, on a retry) was
+    recorded as paid though nobody sent it (found by a probe racing three processes). An
+    ``amount`` in the body records the payout only if it is exactly that; bad input is refused
+    and changes nothing."""
+    session = tenant.session
+    cy, cy_code = _add_affiliate(client, tenant, "cy@payco.example", "Cy")
+    _pay(client, tenant, cy_code, "pay_c1", 10_000)
+    clock.advance(timedelta(days=31))
+    path = f"/v1/ready-payouts/{cy}/mark-paid"
+
+    def unchanged() -> None:
+        assert _balance(client, session, tenant, program_affiliate_id=cy)["available"] == 2000
+        assert _events(runtime, EventType.PAYOUT_SUCCEEDED) == []
+
+    for bad in (True, 2000.0, "2000", 0, -2000, 2**63, [2000], {"value": 2000}):
+        refused = expect(client.post(path, session, {"amount": bad}), 400, "validation_error")
+        assert refused["error"]["param"] == "amount", bad
+        unchanged()
+    unknown = expect(client.post(path, session, {"amount": 2000, "amout": 2000}), 400, "validation_error")
+    assert unknown["error"]["param"] == "amout"
+    other = expect(client.post(path, session, {"amount": 1999}), 409, "state_conflict")
+    assert other["error"]["param"] == "amount"
+    assert "2000" in other["error"]["message"] and "1999" in other["error"]["message"]
+    unchanged()
+
+    marked = expect(client.post(path, session, {"amount": 2000}), 200)
+    assert (marked["status"], marked["amount"]) == ("succeeded", 2000)
+
+    # New money arrives; a retry of the same mark-paid must not record it as paid.
+    _pay(client, tenant, cy_code, "pay_c2", 15_000)
+    clock.advance(timedelta(days=31))
+    expect(client.post(path, session, {"amount": 2000}), 409, "state_conflict")
+    assert _balance(client, session, tenant, program_affiliate_id=cy)["available"] == 3000
+    assert [e.data["id"] for e in _events(runtime, EventType.PAYOUT_SUCCEEDED)] == [marked["id"]]
+    # An empty body and ``{}`` still mark paid whatever is ready, as before.
+    assert expect(client.post(path, session, {}), 200)["amount"] == 3000
+
+
+def test_the_openapi_document_marks_the_mark_paid_body_optional(client: Client) -> None:
+    """The body grew an optional field on a route that took none: an empty body stays valid."""
+    document = expect(client.get("/v1/openapi.json"), 200)
+    operation = document["paths"]["/v1/ready-payouts/{programAffiliateId}/mark-paid"]["post"]
+    assert operation["requestBody"]["required"] is False
+    reference = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    schema = document["components"]["schemas"][reference.rsplit("/", 1)[1]]
+    assert "amount" not in schema.get("required", [])
+    amount = schema["properties"]["amount"]
+    assert (amount["minimum"], amount["maximum"]) == (1, 2**63 - 1)

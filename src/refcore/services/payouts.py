@@ -50,7 +50,7 @@ from refcore.services.payout_executions import (
 from refcore.services.payout_state import funds_of
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import require_text
+from refcore.validation import require_int, require_text
 
 #: CSV header: the columns decisions 11 fixes first, then the payout details.
 CSV_COLUMNS = (
@@ -216,16 +216,32 @@ def render_csv(rows: list[ReadyPayout]) -> str:
 # -- mark-paid -------------------------------------------------------------------------------
 
 
-def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> PayoutExecution:
+#: The largest payout amount a store keeps (a signed 64-bit sum of entries, migration 0007).
+MAX_PAYOUT_AMOUNT = 2**63 - 1
+
+
+def mark_paid(
+    rt: Runtime, principal: Principal, program_affiliate_id: str, *, amount: object = None
+) -> PayoutExecution:
     """``POST /v1/ready-payouts/:programAffiliateId/mark-paid``.
 
     Completes the affiliate's dispatched (``ready``) payout, or else records a payout of its whole
     available balance as succeeded at once; either way each entry's ``commission.paid`` and
     ``payout.succeeded`` are emitted, and an open payout request it pays is closed.
 
-    Errors: ``forbidden`` (an affiliate key), ``program_affiliate_not_found``, ``live_key_required``,
-    ``state_conflict`` (a payout waiting in a prepared batch, or no ready payout)."""
+    ``amount``, when given, is the amount the operator paid (the ready payout they saw): the
+    payout is recorded only if it is exactly that, else ``state_conflict`` and nothing changes.
+    Mark-paid names only the affiliate, so without it money that became available after the
+    operator looked (or after a timed-out mark-paid had already recorded the payout, on a retry)
+    is recorded as paid though nobody sent it.
+
+    Errors: ``validation_error`` (``amount``), ``forbidden`` (an affiliate key),
+    ``program_affiliate_not_found``, ``live_key_required``, ``state_conflict`` (a payout waiting in
+    a prepared batch, no ready payout, or one of another amount)."""
     require_operator_kind(principal)
+    expected = (
+        None if amount is None else require_int(amount, param="amount", minimum=1, maximum=MAX_PAYOUT_AMOUNT)
+    )
 
     def work(tx: Tx) -> PayoutExecution:
         affiliate = tx.uow.program_affiliates.get(program_affiliate_id)
@@ -240,6 +256,7 @@ def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> P
             # Lock, then look again: a concurrent report may have settled it meanwhile.
             execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
             if execution is not None and execution.status is PayoutExecutionStatus.READY:
+                _require_expected_amount(affiliate, execution.amount, expected)
                 return complete(tx, execution, idempotency_key=None, manual=True)
         _lock_before_funds(tx, affiliate)
         prepared = tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id})
@@ -256,6 +273,7 @@ def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> P
                 f"Program affiliate {affiliate.id} has no ready payout "
                 f"(available {funds.available}, minimum {program.minimum_payout})"
             )
+        _require_expected_amount(affiliate, funds.available, expected)
         execution, _items = create_execution(
             tx, program, affiliate, funds.payable, status=PayoutExecutionStatus.SUCCEEDED, manual=True
         )
@@ -263,6 +281,17 @@ def mark_paid(rt: Runtime, principal: Principal, program_affiliate_id: str) -> P
         return execution
 
     return rt.transaction(work)
+
+
+def _require_expected_amount(affiliate: ProgramAffiliate, actual: int, expected: int | None) -> None:
+    """Refuse a mark-paid whose ``amount`` is not the payout it would record (read under the
+    locks the payout holds, so nothing can change it before the commit)."""
+    if expected is not None and actual != expected:
+        raise StateConflict(
+            f"Program affiliate {affiliate.id}'s ready payout is {actual}, not {expected}; "
+            "nothing was marked paid",
+            param="amount",
+        )
 
 
 # -- batches ---------------------------------------------------------------------------------

@@ -167,8 +167,26 @@ def export_ready_payouts(call: Call) -> Reply:
     return Reply(body=None, text=text, media_type="text/csv; charset=utf-8")
 
 
+@frozen
+class MarkPaidBody:
+    """Optional: the amount the operator paid, so that nothing else is recorded as paid."""
+
+    amount: int | None = field(
+        default=None,
+        metadata={
+            "description": "The ready payout's amount, in minor units: mark-paid records the payout"
+            " only if it is exactly this, else 409 state_conflict and nothing changes",
+            "minimum": 1,
+            "maximum": payouts.MAX_PAYOUT_AMOUNT,
+        },
+    )
+
+
 def mark_payout_paid(call: Call) -> Reply:
-    execution = payouts.mark_paid(call.runtime, call.who, call.params["programAffiliateId"])
+    body: MarkPaidBody = call.body
+    execution = payouts.mark_paid(
+        call.runtime, call.who, call.params["programAffiliateId"], amount=body.amount
+    )
     return ok(represent(execution))
 
 
@@ -456,6 +474,8 @@ ROUTES = (
         mark_payout_paid,
         DEVELOPER,
         returns("PayoutExecution"),
+        body=MarkPaidBody,
+        body_optional=True,
         tags=_TAGS,
     ),
     Endpoint(
