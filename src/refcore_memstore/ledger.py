@@ -6,7 +6,7 @@ that both give the same sums as deriving every entry's status in the service lay
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -74,6 +74,11 @@ class MemoryLedgerReads:
             )
             sums[status] += entry.amount
         return sums
+
+    def status_sums_of(
+        self, program_affiliate_ids: Sequence[str], mode: Mode, now: datetime
+    ) -> dict[str, Mapping[EntryStatus, int]]:
+        return {affiliate: self.status_sums(affiliate, mode, now) for affiliate in program_affiliate_ids}
 
     def payout_states(self, entry_ids: Collection[str]) -> EntryPayoutStates:
         wanted = set(entry_ids)

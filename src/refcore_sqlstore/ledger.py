@@ -25,7 +25,7 @@ compares the projection with a full scan of the ledger after random histories.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -199,6 +199,9 @@ def _status_sums_statement(with_payouts: bool) -> Any:
 _STATUS_SUMS = {Mode.LIVE: _status_sums_statement(True), Mode.TEST: _status_sums_statement(False)}
 
 
+_RESET_PLAN_MODE = text("RESET plan_cache_mode")
+
+
 @contextmanager
 def _generic_plan(connection: Connection) -> Iterator[None]:
     """On PostgreSQL, run the statements inside with the generic plan of their prepared statement.
@@ -210,22 +213,59 @@ def _generic_plan(connection: Connection) -> Iterator[None]:
     from 3.40 to 2.54 ms (``bench/history.md``, fifth session). The setting is put back at once
     so that nothing else is planned differently: ``SET LOCAL`` inside a transaction (it would end
     with it anyway), a session ``SET`` and ``RESET`` in a read unit of work, which begins no
-    transaction (:mod:`refcore_sqlstore.postgres_reads`)."""
+    transaction (:mod:`refcore_sqlstore.postgres_reads`).
+
+    The settings wait to go with the next statement (:func:`postgres_round_trips.defer`), so the
+    ``SET`` costs no round trip of its own, and inside a transaction neither does the ``SET
+    LOCAL`` that puts it back. A read's ``RESET`` is sent at once, one round trip: left waiting,
+    it would be discarded with the connection's return to the pool and the setting kept. Every
+    balance had paid three round trips instead of one: a page of ten ready payouts, twenty
+    (``bench/history.md``, thirty-seventh session)."""
     if connection.dialect.name != "postgresql":
         yield
         return
     if not postgres_round_trips.in_transaction(connection):
-        connection.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+        postgres_round_trips.defer(connection, "SET plan_cache_mode = force_generic_plan", None, many=False)
         try:
             yield
         finally:
-            connection.exec_driver_sql("RESET plan_cache_mode")
+            compiled_for(_RESET_PLAN_MODE, connection.dialect).execute(connection, {})
         return
-    connection.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+    postgres_round_trips.defer(connection, "SET LOCAL plan_cache_mode = force_generic_plan", None, many=False)
     try:
         yield
     finally:
-        connection.exec_driver_sql("SET LOCAL plan_cache_mode = auto")
+        postgres_round_trips.defer(connection, "SET LOCAL plan_cache_mode = auto", None, many=False)
+
+
+def _status_sums_parameters(mode: Mode, now: datetime) -> dict[str, Any]:
+    """The statement's parameters but the affiliate: the bucket edges of ``now`` (UTC)."""
+    now = now.astimezone(UTC)
+    today = now.strftime("%Y-%m-%d")
+    return {
+        "mode": mode.value,
+        "this_month": now.strftime("%Y-%m"),
+        "first_day": now.strftime("%Y-%m-01"),
+        "today": today,
+        "first_hour": f"{today} 00",
+        "this_hour": now.strftime("%Y-%m-%d %H"),
+        "first_minute": now.strftime("%Y-%m-%d %H:00"),
+        "this_minute": now.strftime("%Y-%m-%d %H:%M"),
+        "minute_start": now.replace(second=0, microsecond=0),
+        "now": now,
+    }
+
+
+def _sums_of_row(row: Sequence[Any]) -> dict[EntryStatus, int]:
+    paid, processing, held, open_total, *approved_parts = (int(value or 0) for value in row)
+    approved = sum(approved_parts)
+    return {
+        EntryStatus.PAID: paid,
+        EntryStatus.PROCESSING: processing,
+        EntryStatus.HELD: held,
+        EntryStatus.PENDING: open_total - approved,
+        EntryStatus.APPROVED: approved,
+    }
 
 
 class SqlLedgerReads:
@@ -235,34 +275,19 @@ class SqlLedgerReads:
         self._connection = connection
 
     def status_sums(self, program_affiliate_id: str, mode: Mode, now: datetime) -> Mapping[EntryStatus, int]:
-        now = now.astimezone(UTC)
-        today = now.strftime("%Y-%m-%d")
-        parameters = {
-            "affiliate": program_affiliate_id,
-            "mode": mode.value,
-            "this_month": now.strftime("%Y-%m"),
-            "first_day": now.strftime("%Y-%m-01"),
-            "today": today,
-            "first_hour": f"{today} 00",
-            "this_hour": now.strftime("%Y-%m-%d %H"),
-            "first_minute": now.strftime("%Y-%m-%d %H:00"),
-            "this_minute": now.strftime("%Y-%m-%d %H:%M"),
-            "minute_start": now.replace(second=0, microsecond=0),
-            "now": now,
-        }
+        return self.status_sums_of([program_affiliate_id], mode, now)[program_affiliate_id]
+
+    def status_sums_of(
+        self, program_affiliate_ids: Sequence[str], mode: Mode, now: datetime
+    ) -> dict[str, Mapping[EntryStatus, int]]:
+        parameters = _status_sums_parameters(mode, now)
+        statement = compiled_for(_STATUS_SUMS[mode], self._connection.dialect)
+        sums: dict[str, Mapping[EntryStatus, int]] = {}
         with database_errors(), _generic_plan(self._connection):
-            (row,) = compiled_for(_STATUS_SUMS[mode], self._connection.dialect).fetch_tuples(
-                self._connection, parameters
-            )
-        paid, processing, held, open_total, *approved_parts = (int(value or 0) for value in row)
-        approved = sum(approved_parts)
-        return {
-            EntryStatus.PAID: paid,
-            EntryStatus.PROCESSING: processing,
-            EntryStatus.HELD: held,
-            EntryStatus.PENDING: open_total - approved,
-            EntryStatus.APPROVED: approved,
-        }
+            for affiliate in program_affiliate_ids:
+                (row,) = statement.fetch_tuples(self._connection, {**parameters, "affiliate": affiliate})
+                sums[affiliate] = _sums_of_row(row)
+        return sums
 
     def unsettled_entries(self, program_affiliate_id: str, mode: Mode) -> list[CommissionEntry]:
         parameters = {"affiliate": program_affiliate_id, "mode": mode.value}

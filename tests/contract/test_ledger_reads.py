@@ -97,6 +97,13 @@ def _assert_store_agrees(world: World, *affiliate_ids: str) -> None:
             held = {p for p in payments if tx.uow.payments.get(p).open_dispute_count > 0}  # type: ignore[union-attr]
             assert tx.uow.ledger().held_payments(payments) == held
 
+        for mode in (LIVE, TEST):  # a page's balances read together, in the order asked
+            together = tx.uow.ledger().status_sums_of(list(reversed(affiliate_ids)), mode, tx.now)
+            assert list(together) == list(reversed(affiliate_ids))
+            assert {a: dict(sums) for a, sums in together.items()} == {
+                a: _derived(tx, a, mode) for a in affiliate_ids
+            }, mode
+
     world.rt.read(work)
 
 

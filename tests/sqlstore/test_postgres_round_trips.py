@@ -24,7 +24,7 @@ from sqlalchemy import event
 
 from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite, Unauthenticated
-from refcore.models import EventType, User
+from refcore.models import EventType, Mode, User
 from refcore.ports.lookups import Lookup
 from refcore.ports.unit_of_work import UnitOfWork
 from refcore.services.runtime import Tx
@@ -520,3 +520,27 @@ def test_a_statement_refused_while_its_pipeline_is_open_raises_alone_and_psycopg
             _refused_while_the_pipeline_is_open(driver, collected_pipeline)
         assert caplog.records == []
         assert driver.execute("SELECT count(*) FROM pipelined").fetchone() == (1,)
+
+
+def test_balances_read_together_set_and_reset_the_plan_mode_once(store: SqlStore) -> None:
+    """``ledger._generic_plan``: the ``SET`` rides with the first balance's statement and a
+    read's ``RESET`` follows the last, so ten balances cost eleven round trips, not thirty (a
+    page of ready payouts had paid three round trips an affiliate). In a transaction both
+    settings ride with statements: a balance there costs its own round trip only."""
+    affiliates = [f"aff_{n}" for n in range(10)]
+    driver = _driver(store)
+    with store.read_unit_of_work() as uow:  # psycopg prepares the statement at its fifth run,
+        uow.ledger().status_sums_of(affiliates, Mode.LIVE, NOW)  # a round trip of its own
+    with store.read_unit_of_work() as uow, traced(driver) as read:
+        sums = uow.ledger().status_sums_of(affiliates, Mode.LIVE, NOW)
+    assert list(sums) == affiliates
+    assert round_trips(read) == len(affiliates) + 1
+    with store.read_unit_of_work() as uow, traced(driver) as one:
+        uow.ledger().status_sums("aff_0", Mode.LIVE, NOW)
+    assert round_trips(one) == 2
+    with store.unit_of_work() as uow, traced(driver) as written:
+        uow.ledger().status_sums("aff_0", Mode.LIVE, NOW)
+        uow.commit()
+    assert round_trips(written) == 2  # the balance with BEGIN and SET LOCAL; the COMMIT
+    with store._engine.connect() as connection:  # the pool's one connection, back as it was
+        assert connection.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"

@@ -16,7 +16,7 @@ this precedence, and the memory store computes them with that very function.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -39,6 +39,14 @@ class LedgerReads(Protocol):
     def status_sums(self, program_affiliate_id: str, mode: Mode, now: datetime) -> Mapping[EntryStatus, int]:
         """The sum of the affiliate's entries in ``mode`` per derived status at ``now``; every
         status is present (``0`` when no entry has it)."""
+        ...
+
+    def status_sums_of(
+        self, program_affiliate_ids: Sequence[str], mode: Mode, now: datetime
+    ) -> dict[str, Mapping[EntryStatus, int]]:
+        """:meth:`status_sums` of each of these affiliates, keyed by ID: one call for a page of
+        balances, so that a store can set up once what each read needs (PostgreSQL's plan mode,
+        a round trip to set and one to put back, had been paid once an affiliate)."""
         ...
 
     def payout_states(self, entry_ids: Collection[str]) -> EntryPayoutStates:

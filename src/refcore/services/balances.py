@@ -10,6 +10,8 @@ using :func:`refcore.services.payout_state.funds_of`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from refcore.models import EntryStatus, Mode
 from refcore.rules.entry_status import Balance
 from refcore.services.runtime import Tx
@@ -17,7 +19,16 @@ from refcore.services.runtime import Tx
 
 def live_balance(tx: Tx, program_affiliate_id: str) -> Balance:
     """Pending, held, available (approved, net of negatives), processing and paid, Live only."""
-    sums = tx.uow.ledger().status_sums(program_affiliate_id, Mode.LIVE, tx.now)
+    return _balance(tx.uow.ledger().status_sums(program_affiliate_id, Mode.LIVE, tx.now))
+
+
+def live_balances(tx: Tx, program_affiliate_ids: Sequence[str]) -> dict[str, Balance]:
+    """:func:`live_balance` of each affiliate, in one call to the store (a page of ready payouts)."""
+    sums = tx.uow.ledger().status_sums_of(program_affiliate_ids, Mode.LIVE, tx.now)
+    return {affiliate: _balance(of_affiliate) for affiliate, of_affiliate in sums.items()}
+
+
+def _balance(sums: Mapping[EntryStatus, int]) -> Balance:
     return Balance(
         pending=sums[EntryStatus.PENDING],
         held=sums[EntryStatus.HELD],
