@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 
+import refcore
 from bench.databases import PG_ADMIN
 
 
@@ -70,7 +71,11 @@ def filesystem_of(path: Path) -> str:
 
 
 def git_revision() -> str:
-    root = Path(__file__).resolve().parent.parent
+    """The revision of the refcore code measured: the checkout refcore was imported from. With
+    another revision's worktree first on ``PYTHONPATH`` that is the worktree, not this harness's
+    checkout (a before run had been saved under the after's revision: ``bench/history.md``,
+    thirty-seventh session)."""
+    root = Path(refcore.__file__).resolve().parent.parent.parent
     head = _run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"])
     dirty = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "src"])
     return f"{head}{' + uncommitted changes in src/' if dirty else ''}"
