@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event
 
 from refcore_sqlstore import SqlStore
 from tests.stores import psycopg_connect
@@ -89,3 +89,15 @@ def terminate_backend(store: SqlStore, driver: Any) -> None:
     while not poller.poll(0):
         assert time.monotonic() < deadline, "the terminated backend never closed its connection"
         time.sleep(0.01)
+
+
+@contextmanager
+def rolled_back(connection: Connection) -> Iterator[Connection]:
+    """One transaction on ``connection``, rolled back whatever happens inside: the rows a test
+    makes up leave nothing behind, and the foreign keys, checked only at commit, never see the
+    parents it made up with them."""
+    transaction = connection.begin()
+    try:
+        yield connection
+    finally:
+        transaction.rollback()

@@ -29,7 +29,7 @@ from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.ledger import SqlLedgerReads
 from refcore_sqlstore.migrate import alembic_config
 from refcore_sqlstore.tables import affiliate_balance_buckets, commission_entries, payments, payout_items
-from tests.sqlstore.raw import engine_of
+from tests.sqlstore.raw import engine_of, rolled_back
 
 EXAMPLES = max(30, settings.default.max_examples // 5)
 #: New Year: histories around it cross a year, a month, days and hours.
@@ -262,23 +262,19 @@ def test_the_projected_balance_equals_a_full_scan_after_any_history(
     connection: Connection, history: list[tuple[Any, ...]], final: datetime
 ) -> None:
     """Decisions 4, 5: held before pending before approved, entries in a payout left out."""
-    transaction = connection.begin()
-    try:
+    with rolled_back(connection):
         world = History(connection)
         for name, *arguments in history:
             getattr(world, name)(*arguments)
         world.check(final)
         for index in range(len(world.entries)):
             world.check(index)
-    finally:
-        transaction.rollback()
 
 
 def test_an_entry_becomes_approved_at_its_available_at_to_the_microsecond(connection: Connection) -> None:
     """Pending while ``now < available_at`` (decisions 5), inside the current hour of the read."""
     at = BASE + timedelta(hours=5, minutes=17, microseconds=5)
-    transaction = connection.begin()
-    try:
+    with rolled_back(connection):
         world = History(connection)
         world.entry("pa_one", "txn_a", 700, at, Mode.LIVE)
         before = projected_sums(connection, "pa_one", Mode.LIVE, at - timedelta(microseconds=1))
@@ -288,14 +284,11 @@ def test_an_entry_becomes_approved_at_its_available_at_to_the_microsecond(connec
         world.disputes("txn_a", 1)
         held = projected_sums(connection, "pa_one", Mode.LIVE, at)
         assert held == {EntryStatus.HELD: 700, EntryStatus.PENDING: 0, EntryStatus.APPROVED: 0}
-    finally:
-        transaction.rollback()
 
 
 def test_the_projection_keeps_one_row_per_bucket_not_per_entry(connection: Connection) -> None:
     """What makes the balance independent of volume: 200 entries over four minutes are seven rows."""
-    transaction = connection.begin()
-    try:
+    with rolled_back(connection):
         world = History(connection)
         for n in range(200):
             world.entry("pa_one", "txn_a", 10, BASE + timedelta(minutes=5, seconds=n), Mode.LIVE)
@@ -310,8 +303,6 @@ def test_the_projection_keeps_one_row_per_bucket_not_per_entry(connection: Conne
             ("minute", "2026-01-01 00:08", 200, 0),
             ("month", "2026-01", 2000, 0),
         ]
-    finally:
-        transaction.rollback()
 
 
 def test_the_migration_backfills_an_existing_ledger_like_the_triggers(empty_database_url: str) -> None:

@@ -25,7 +25,7 @@ from refcore.models import Mode
 from refcore_sqlstore import SqlStore
 from refcore_sqlstore.bucket_pruning import prune_balance_buckets, prune_batch, prune_cutoffs
 from refcore_sqlstore.tables import affiliate_balance_buckets
-from tests.sqlstore.raw import engine_of
+from tests.sqlstore.raw import engine_of, rolled_back
 from tests.sqlstore.test_balance_buckets import AFFILIATES, BASE, EXAMPLES, PAYMENTS, History, moments, steps
 from tests.stores import emptied_postgres_store
 
@@ -78,8 +78,7 @@ def test_pruning_deletes_only_past_day_hour_and_minute_rows(connection: Connecti
         now - timedelta(minutes=91),  # 03:59: pruned
         now + timedelta(days=30),  # on hold until March: everything kept
     ]
-    transaction = connection.begin()
-    try:
+    with rolled_back(connection):
         world = History(connection)
         for n, at in enumerate(moments_made):
             world.entry("pa_one", "txn_a", 100 + n, at, Mode.LIVE)
@@ -96,8 +95,6 @@ def test_pruning_deletes_only_past_day_hour_and_minute_rows(connection: Connecti
         cutoffs = prune_cutoffs(now)
         assert all(bucket >= cutoffs[grain] for grain, bucket in after if grain != "month")
         assert prune_in(connection, now) == 0  # nothing left to prune at that moment
-    finally:
-        transaction.rollback()
 
 
 #: How long after an entry's ``available_at`` a pruning or a check may come: the same instant,
@@ -145,8 +142,7 @@ def test_balances_read_after_a_pruning_equal_a_full_scan_whatever_the_history(
     """Decisions 4, 5 still hold on a pruned projection: any history, prunings anywhere in it
     (later changes bring pruned rows back), then every balance at or after the last pruning
     (at it, at each entry's own ``available_at``, and a while after each) equals the full scan."""
-    transaction = connection.begin()
-    try:
+    with rolled_back(connection):
         world = History(connection)
         last_pruning: datetime | None = None
         for chunk in history:
@@ -165,8 +161,6 @@ def test_balances_read_after_a_pruning_equal_a_full_scan_whatever_the_history(
         for moment in (floor, *(at + later for _entry, at in world.entries for later in LATER[:5])):
             if moment >= floor:
                 world.check(moment)
-    finally:
-        transaction.rollback()
 
 
 def _bucket_row(grain: str, bucket: str, affiliate: str = "pa_one") -> dict[str, Any]:

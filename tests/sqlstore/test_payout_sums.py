@@ -30,7 +30,7 @@ from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.ledger import SqlLedgerReads
 from refcore_sqlstore.migrate import alembic_config
 from refcore_sqlstore.tables import affiliate_payout_sums, payout_executions
-from tests.sqlstore.raw import engine_of
+from tests.sqlstore.raw import engine_of, rolled_back
 
 EXAMPLES = max(30, settings.default.max_examples // 5)
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -147,20 +147,16 @@ def test_the_projected_payout_sums_equal_a_sum_of_the_payouts_after_any_history(
     connection: Connection, history: list[tuple[Any, ...]]
 ) -> None:
     """Decisions 5: ``paid`` is what succeeded payouts hold, ``processing`` what live ones hold."""
-    transaction = connection.begin()
-    try:
+    with rolled_back(connection):
         payouts = Payouts(connection)
         for name, *arguments in history:
             getattr(payouts, name)(*arguments)
             assert projected_sums(connection) == scanned_sums(connection), (name, arguments)
-    finally:
-        transaction.rollback()
 
 
 def test_the_balance_reads_paid_and_processing_from_the_projection(connection: Connection) -> None:
     """The balance's two payout statuses are the projection's row, and 0 before any payout."""
-    transaction = connection.begin()
-    try:
+    with rolled_back(connection):
         reads = SqlLedgerReads(connection)
         before = reads.status_sums("pa_one", Mode.LIVE, AT)
         assert (before[EntryStatus.PAID], before[EntryStatus.PROCESSING]) == (0, 0)
@@ -177,16 +173,13 @@ def test_the_balance_reads_paid_and_processing_from_the_projection(connection: C
         assert (after[EntryStatus.PAID], after[EntryStatus.PROCESSING]) == (701, 50)
         test_mode = reads.status_sums("pa_one", Mode.TEST, AT)
         assert (test_mode[EntryStatus.PAID], test_mode[EntryStatus.PROCESSING]) == (0, 0)
-    finally:
-        transaction.rollback()
 
 
 def test_a_batch_dispatch_writes_no_payout_sums_row(connection: Connection) -> None:
     """``prepared`` to ``ready`` leaves ``processing`` as it was, so its trigger does not fire:
     dispatching a batch of many affiliates takes none of their rows (PostgreSQL: the row
     version, ``xmin``, stays the same; SQLite: no change is counted)."""
-    transaction = connection.begin()
-    try:
+    with rolled_back(connection):
         payouts = Payouts(connection)
         payouts.add("pa_one", 500, PayoutExecutionStatus.PREPARED)
         postgresql_database = connection.dialect.name == "postgresql"
@@ -206,8 +199,6 @@ def test_a_batch_dispatch_writes_no_payout_sums_row(connection: Connection) -> N
         payouts.move(0, PayoutExecutionStatus.SUCCEEDED)
         assert version() != seen
         assert projected_sums(connection) == {"pa_one": (500, 0)}
-    finally:
-        transaction.rollback()
 
 
 def test_the_migration_backfills_existing_payouts_and_its_downgrade_drops_the_projection(
