@@ -256,6 +256,44 @@ def test_a_request_for_money_that_came_after_a_payouts_read_is_not_closed_by_tha
     assert pw.balance() == Balance(available=1000, paid=2000)
 
 
+def test_a_batch_that_waited_for_another_batchs_lock_plans_no_second_payout_for_the_affiliate(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One payout in flight per affiliate, looked at again under the affiliate's lock. Here a
+    batch is held after its read of the funds (holding the affiliate's row lock) while money
+    arrives and a second batch starts: the second saw no payout in flight before the lock, and
+    had planned a payout of the new money once the first committed, refused at insert by the
+    one-in-flight key and run again; a report completing the first payout meanwhile deadlocked
+    with it on PostgreSQL (a probe on three processes logged 1,341 deadlocks). It must find the
+    first batch's payout under the lock and plan nothing."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    pw.earn(10_000)
+    pw.past_hold()
+    planned: list[str] = []
+    real_create_execution = payouts.create_execution
+
+    def counted_create_execution(tx: Tx, program: Any, affiliate: Any, *args: Any, **kwargs: Any) -> Any:
+        planned.append(affiliate.id)
+        return real_create_execution(tx, program, affiliate, *args, **kwargs)
+
+    monkeypatch.setattr(payouts, "create_execution", counted_create_execution)
+
+    def earn_then_batch() -> Any:
+        pw.earn(5_000)
+        try:
+            return pw.prepare()
+        except StateConflict as refused:
+            return refused
+
+    first, second = held_after_its_read(monkeypatch, payouts, "funds_of", pw.prepare, earn_then_batch)
+    assert isinstance(second, StateConflict)
+    assert planned == [pw.world.affiliate.id]
+    [execution] = pw.dispatch(first.id).executions
+    assert execution.amount == 2000
+    pw.report(execution.id, "succeeded", "k1")
+    assert [e.amount for e in pw.dispatch(pw.prepare().id).executions] == [1000]
+
+
 #: Enough that the payout moves several entries before the refunded payment's.
 PAYMENTS_IN_THE_PAYOUT = 8
 

@@ -329,6 +329,13 @@ def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> Payo
             if not is_ready(live_balance(tx, affiliate.id).available, program.minimum_payout):
                 continue  # the aggregate read: only a ready affiliate's entries are loaded
             _lock_before_funds(tx, affiliate)
+            if tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id}) is not None:
+                # Look again under the lock, as mark-paid does: a batch that waited for another
+                # batch's lock on this affiliate had planned a second payout beside the one that
+                # batch had just made, which the one-in-flight key refused at insert; when that
+                # payout was being completed meanwhile, the two waited on each other (a probe
+                # on three PostgreSQL processes logged 1,341 deadlocks).
+                continue
             funds = funds_of(tx, affiliate.id)
             if is_ready(funds.available, program.minimum_payout):
                 plans.append((affiliate, funds.payable))
