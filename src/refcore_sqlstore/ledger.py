@@ -219,8 +219,8 @@ def _generic_plan(connection: Connection) -> Iterator[None]:
     ``SET`` costs no round trip of its own, and inside a transaction neither does the ``SET
     LOCAL`` that puts it back. A read's ``RESET`` is sent at once, one round trip: left waiting,
     it would be discarded with the connection's return to the pool and the setting kept. Every
-    balance had paid three round trips instead of one: a page of ten ready payouts, twenty
-    (``bench/history.md``, thirty-seventh session)."""
+    balance in a read had paid three round trips instead of one, and a page of ten ready payouts
+    thirty instead of eleven (``bench/history.md``, thirty-seventh session)."""
     if connection.dialect.name != "postgresql":
         yield
         return
@@ -280,6 +280,8 @@ class SqlLedgerReads:
     def status_sums_of(
         self, program_affiliate_ids: Sequence[str], mode: Mode, now: datetime
     ) -> dict[str, Mapping[EntryStatus, int]]:
+        if not program_affiliate_ids:
+            return {}  # nothing to set the plan mode for
         parameters = _status_sums_parameters(mode, now)
         statement = compiled_for(_STATUS_SUMS[mode], self._connection.dialect)
         sums: dict[str, Mapping[EntryStatus, int]] = {}

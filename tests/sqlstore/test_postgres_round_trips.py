@@ -538,6 +538,9 @@ def test_balances_read_together_set_and_reset_the_plan_mode_once(store: SqlStore
     with store.read_unit_of_work() as uow, traced(driver) as one:
         uow.ledger().status_sums("aff_0", Mode.LIVE, NOW)
     assert round_trips(one) == 2
+    with store.read_unit_of_work() as uow, traced(driver) as nothing:
+        assert uow.ledger().status_sums_of([], Mode.LIVE, NOW) == {}
+    assert round_trips(nothing) == 0
     with store.unit_of_work() as uow, traced(driver) as written:
         uow.ledger().status_sums("aff_0", Mode.LIVE, NOW)
         uow.commit()
