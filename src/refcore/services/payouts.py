@@ -81,6 +81,12 @@ class ReadyPayout:
 # -- ready payouts ---------------------------------------------------------------------------
 
 
+def _payout_in_flight(tx: Tx, affiliate: ProgramAffiliate) -> PayoutExecution | None:
+    """The affiliate's prepared or ready payout: one at most, by the unique key on
+    ``live_program_affiliate_id`` (docs/payouts.md)."""
+    return tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id})
+
+
 def _ready_payouts_of(tx: Tx, program: Program, affiliates: list[ProgramAffiliate]) -> list[ReadyPayout]:
     """The ready payouts of these affiliates, in their order: each one's dispatched (``ready``)
     execution, or, with no payout in flight, its available balance when that reaches the
@@ -97,7 +103,7 @@ def _ready_payouts_of(tx: Tx, program: Program, affiliates: list[ProgramAffiliat
     same sums."""
     in_flight: dict[str, PayoutExecution] = {}
     for affiliate in affiliates:
-        execution = tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id})
+        execution = _payout_in_flight(tx, affiliate)
         if execution is not None:
             in_flight[affiliate.id] = execution
     balances = live_balances(tx, [a.id for a in affiliates if a.id not in in_flight])
@@ -275,7 +281,7 @@ def mark_paid(
                 _require_expected_amount(affiliate, execution.amount, expected)
                 return complete(tx, execution, idempotency_key=None, manual=True)
         _lock_before_funds(tx, affiliate)
-        prepared = tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id})
+        prepared = _payout_in_flight(tx, affiliate)
         if prepared is not None:
             # One payout in flight per affiliate (docs/payouts.md): a payout of the money that
             # came after the batch had been recorded beside the prepared one, two at once.
@@ -324,12 +330,12 @@ def prepare_batch(rt: Runtime, principal: Principal, program_id: object) -> Payo
         program = operator_program(tx, principal, program_ref)
         plans = []
         for affiliate in tx.uow.program_affiliates.find_all({"program_id": program.id}):
-            if tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id}) is not None:
+            if _payout_in_flight(tx, affiliate) is not None:
                 continue  # one payout in flight per affiliate: settle it first
             if not is_ready(live_balance(tx, affiliate.id).available, program.minimum_payout):
                 continue  # the aggregate read: only a ready affiliate's entries are loaded
             _lock_before_funds(tx, affiliate)
-            if tx.uow.payout_executions.find_one({"live_program_affiliate_id": affiliate.id}) is not None:
+            if _payout_in_flight(tx, affiliate) is not None:
                 # Look again under the lock, as mark-paid does: a batch that waited for another
                 # batch's lock on this affiliate had planned a second payout beside the one that
                 # batch had just made, which the one-in-flight key refused at insert; when that
