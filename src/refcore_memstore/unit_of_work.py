@@ -34,6 +34,7 @@ from refcore.models.payout import (
     PayoutDetails,
     PayoutExecution,
     PayoutItem,
+    PayoutReportKey,
     PayoutRequest,
 )
 from refcore.models.processor import ProcessorConnection
@@ -73,6 +74,7 @@ class MemoryUnitOfWork:
     payout_batches: MemoryRepository[PayoutBatch]
     payout_executions: MemoryRepository[PayoutExecution]
     payout_items: MemoryRepository[PayoutItem]
+    payout_report_keys: MemoryRepository[PayoutReportKey]
     processor_connections: MemoryRepository[ProcessorConnection]
     pending_signups: MemoryRepository[PendingSignup]
     rate_limit_counters: MemoryRepository[RateLimitCounter]

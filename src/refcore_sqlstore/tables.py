@@ -603,6 +603,23 @@ payout_items = Table(
     Index(None, "program_affiliate_id", "id"),
 )
 
+payout_report_keys = Table(
+    "payout_report_keys",
+    metadata,
+    # The execution the key reported: one report settles an execution.
+    Column(
+        "id",
+        Id,
+        ForeignKey("payout_executions.id", deferrable=True, initially="DEFERRED"),
+        primary_key=True,
+    ),
+    _ref("app_id", "apps"),
+    _text("idempotency_key"),
+    _time("created_at"),
+    # A key names one report App-wide (migration 0010); also the index its look-up reads.
+    UniqueConstraint("app_id", "idempotency_key"),
+)
+
 # -- hosted signups and the App profile (decisions 6) ----------------------------------------
 
 pending_signups = Table(

@@ -46,6 +46,7 @@ from refcore.models.payout import (
     PayoutDetails,
     PayoutExecution,
     PayoutItem,
+    PayoutReportKey,
     PayoutRequest,
 )
 from refcore.models.processor import ProcessorConnection
@@ -88,6 +89,7 @@ MODELS: dict[str, type] = {
     "payout_batches": PayoutBatch,
     "payout_executions": PayoutExecution,
     "payout_items": PayoutItem,
+    "payout_report_keys": PayoutReportKey,
     "pending_signups": PendingSignup,
     "rate_limit_counters": RateLimitCounter,
     "agreement_versions": AgreementVersion,
@@ -170,6 +172,7 @@ class SqlUnitOfWork:
     payout_batches = _Repository[PayoutBatch]()
     payout_executions = _Repository[PayoutExecution]()
     payout_items = _Repository[PayoutItem]()
+    payout_report_keys = _Repository[PayoutReportKey]()
     pending_signups = _Repository[PendingSignup]()
     rate_limit_counters = _Repository[RateLimitCounter]()
     agreement_versions = _Repository[AgreementVersion]()

@@ -19,8 +19,8 @@ import pytest
 from attrs import evolve
 
 from refcore.clocks import ManualClock
-from refcore.errors import ConcurrentWrite, StateConflict
-from refcore.models import EventType
+from refcore.errors import ConcurrentWrite, IdempotencyConflict, StateConflict
+from refcore.models import EventType, ProgramAffiliate
 from refcore.models.payout import PayoutExecutionStatus, PayoutRequestStatus
 from refcore.rules.entry_status import Balance
 from refcore.services import payout_executions, payout_requests, payouts, revenue
@@ -83,6 +83,100 @@ def test_mark_paid_with_another_amount_than_the_ready_payout_changes_nothing(
     assert pw.balance() == Balance(paid=3000)
 
 
+def _two_dispatched_payouts(pw: PayoutWorld) -> tuple[Any, Any, ProgramAffiliate]:
+    """Dispatched payouts of 2,000 to the world's affiliate and to a second one: both, and the second."""
+    other = pw.world.add_affiliate("other@example.com")
+    pw.earn(10_000)
+    pw.earn(10_000, other)
+    pw.past_hold()
+    executions = pw.dispatch(pw.prepare().id).executions
+    by_affiliate = {execution.program_affiliate_id: execution for execution in executions}
+    return by_affiliate[pw.world.affiliate.id], by_affiliate[other.id], other
+
+
+@pytest.mark.parametrize("outcome", ["succeeded", "failed"])
+def test_interface_6_5_a_report_key_spent_on_another_execution_is_an_idempotency_conflict(
+    runtime: Runtime, clock: ManualClock, outcome: str
+) -> None:
+    """The interface asks for a unique ``Idempotency-Key`` per report: a key that already
+    reported one execution of the App is refused on another, which stays ``ready`` with its
+    money in flight; the first report's replay is still answered; another App may use the key."""
+    pw = build_payout_world(runtime, clock)
+    first, second, other = _two_dispatched_payouts(pw)
+    pw.report(first.id, "succeeded", "run-1")
+    events_before = len(pw.world.events())
+
+    with pytest.raises(IdempotencyConflict) as caught:
+        pw.report(second.id, outcome, "run-1")
+    assert caught.value.param == "Idempotency-Key"
+    [stored] = runtime.read(lambda tx: [tx.uow.payout_executions.get(second.id)])
+    assert stored == second
+    assert len(pw.world.events()) == events_before
+    assert pw.balance(other) == Balance(processing=2000)
+
+    assert pw.report(first.id, "succeeded", "run-1").replay
+    assert pw.report(second.id, outcome, "run-2").execution.status is PayoutExecutionStatus(outcome)
+    other_app = build_payout_world(runtime, clock)
+    other_app.earn(10_000)
+    other_app.past_hold()
+    [elsewhere] = other_app.dispatch(other_app.prepare().id).executions
+    assert not other_app.report(elsewhere.id, "succeeded", "run-1").replay
+
+
+def test_a_report_settled_with_a_spent_key_before_migration_0010_still_answers_its_replay(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """An earlier version let an App spend one key on several executions; migration 0010
+    registers the key for the earliest. The later one keeps the key on its execution, and a
+    replay of its report is answered as a replay, not refused."""
+    pw = build_payout_world(runtime, clock)
+    first, second, _ = _two_dispatched_payouts(pw)
+    pw.report(first.id, "succeeded", "run-1")
+    settled = pw.report(second.id, "succeeded", "run-2").execution
+
+    def as_an_earlier_version_left_it(tx: Tx) -> None:
+        tx.uow.payout_executions.replace(evolve(settled, idempotency_key="run-1"))
+        registered = tx.uow.payout_report_keys.get(second.id)
+        tx.uow.payout_report_keys.replace(evolve(registered, idempotency_key="x"))
+        tx.uow.commit()
+
+    with runtime.unit_of_work() as uow:
+        as_an_earlier_version_left_it(Tx(uow=uow, now=clock.now(), ids=runtime.ids))
+    replayed = pw.report(second.id, "succeeded", "run-1")
+    assert replayed.replay and replayed.execution.id == second.id
+
+
+def test_interface_6_5_two_reports_racing_to_spend_one_key_settle_one_execution(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key's uniqueness holds across server processes because the store keeps it: here the
+    first report is held after it found the key unspent, and a report of another execution with
+    the same key runs meanwhile. Exactly one of them settles its execution; the other is an
+    ``idempotency_conflict`` and leaves its execution ``ready``."""
+    pw = build_payout_world(runtime, clock)
+    first, second, _ = _two_dispatched_payouts(pw)
+
+    def report(execution_id: str) -> Callable[[], Any]:
+        def call() -> Any:
+            try:
+                return pw.report(execution_id, "succeeded", "run-1").execution.status
+            except IdempotencyConflict as refused:
+                return refused
+
+        return call
+
+    results = held_after_its_read(
+        monkeypatch, payout_executions, "_refuse_spent_key", report(first.id), report(second.id)
+    )
+    assert sorted(type(result).__name__ for result in results) == [
+        "IdempotencyConflict",
+        "PayoutExecutionStatus",
+    ]
+    stored = runtime.read(lambda tx: [tx.uow.payout_executions.get(e.id) for e in (first, second)])
+    assert sorted(execution.status.value for execution in stored) == ["ready", "succeeded"]
+    assert len(pw.events(EventType.PAYOUT_SUCCEEDED)) == 1
+
+
 def test_a_store_refuses_a_second_live_item_for_one_entry(runtime: Runtime, clock: ManualClock) -> None:
     pw = build_payout_world(runtime, clock)
     pw.earn(10_000)
@@ -92,6 +186,20 @@ def test_a_store_refuses_a_second_live_item_for_one_entry(runtime: Runtime, cloc
     def duplicate(tx: Tx) -> None:
         [item] = tx.uow.payout_items.find_all({})
         tx.uow.payout_items.add(evolve(item, id=tx.new_id("pit")))
+        tx.uow.commit()
+
+    with pytest.raises(ConcurrentWrite), runtime.unit_of_work() as uow:
+        duplicate(Tx(uow=uow, now=clock.now(), ids=runtime.ids))
+
+
+def test_a_store_refuses_a_second_report_with_one_key_in_one_app(runtime: Runtime, clock: ManualClock) -> None:
+    pw = build_payout_world(runtime, clock)
+    first, second, _ = _two_dispatched_payouts(pw)
+    pw.report(first.id, "succeeded", "run-1")
+
+    def duplicate(tx: Tx) -> None:
+        [spent] = tx.uow.payout_report_keys.find_all({})
+        tx.uow.payout_report_keys.add(evolve(spent, id=second.id))
         tx.uow.commit()
 
     with pytest.raises(ConcurrentWrite), runtime.unit_of_work() as uow:

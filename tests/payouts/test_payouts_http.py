@@ -241,8 +241,18 @@ def test_the_external_payout_flow_end_to_end(
     statuses = expect(client.get("/v1/commissions", live, program_affiliate_id=ally), 200)["data"]
     assert {e["status"] for e in statuses} == {"paid"}
 
-    # -- failure path: Bo's entries are available again ------------------------------------
+    # -- a key names one report of the App: spent on Ally's, it cannot report Bo's ----------
     bo_execution = execution_of[bo]
+    spent = {"Idempotency-Key": "pay-run-1"}
+    for outcome in ("succeeded", "failed"):
+        reported = client.post(f"/v1/payout-executions/{bo_execution}/{outcome}", live, headers=spent)
+        error = expect(reported, 409, "idempotency_conflict")["error"]
+        assert error["param"] == "Idempotency-Key"
+        assert ally_execution in error["message"] and "pay-run-1" not in error["message"]
+    assert expect(client.get(f"/v1/payout-executions/{bo_execution}", live), 200)["status"] == "ready"
+    assert _events(runtime, EventType.PAYOUT_FAILED) == []
+
+    # -- failure path: Bo's entries are available again ------------------------------------
     failed = expect(
         client.post(
             f"/v1/payout-executions/{bo_execution}/failed", live, headers={"Idempotency-Key": "bo-1"}

@@ -18,6 +18,7 @@ from refcore.models.payout import (
     PayoutExecutionStatus,
     PayoutItem,
     PayoutMethod,
+    PayoutReportKey,
     PayoutRequest,
     PayoutRequestStatus,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "PayoutExecutionStatus",
     "PayoutItem",
     "PayoutMethod",
+    "PayoutReportKey",
     "PayoutRequest",
     "PayoutRequestStatus",
     "ProcessorConnection",

@@ -137,6 +137,25 @@ class PayoutExecution:
 
 
 @frozen
+class PayoutReportKey:
+    """The ``Idempotency-Key`` an App reported one payout execution's outcome with.
+
+    The interface asks for a unique key per report. Every store keeps ``(app_id,
+    idempotency_key)`` unique, so a key already spent on one execution is refused on another
+    (``idempotency_conflict``) rather than taken as a new report: a script that sends a constant
+    or recycled key learns of it at once, instead of settling payouts under one key that no
+    longer tells its reports apart. The record is keyed by the execution (``id`` is the
+    execution's ID): an execution is settled by at most one report.
+    """
+
+    #: The payout execution's ID (``pex_``).
+    id: str
+    app_id: str
+    idempotency_key: str
+    created_at: datetime
+
+
+@frozen
 class PayoutItem:
     """One commission entry inside one execution (``pit_``); the entry's amount at the time."""
 

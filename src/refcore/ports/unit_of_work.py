@@ -38,6 +38,7 @@ from refcore.models.payout import (
     PayoutDetails,
     PayoutExecution,
     PayoutItem,
+    PayoutReportKey,
     PayoutRequest,
 )
 from refcore.models.processor import ProcessorConnection
@@ -104,6 +105,8 @@ class UnitOfWork(Protocol):
     def payout_executions(self) -> Repository[PayoutExecution]: ...
     @property
     def payout_items(self) -> Repository[PayoutItem]: ...
+    @property
+    def payout_report_keys(self) -> Repository[PayoutReportKey]: ...
     @property
     def processor_connections(self) -> Repository[ProcessorConnection]: ...
 

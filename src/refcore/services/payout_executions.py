@@ -19,7 +19,10 @@ flight, whose money was not its own, and left the Developer's queue unpaid.
 Reports carry an ``Idempotency-Key``. The execution row is locked (``for_update``) before its
 state is read, so two reports racing across server processes apply one after the other: the
 first finishes the execution, the second is either its replay (same key and outcome: the stored
-result, no new events) or a ``409 state_conflict``.
+result, no new events) or a ``409 state_conflict``. A key names one report App-wide
+(:class:`~refcore.models.payout.PayoutReportKey`): a key already spent on another execution is a
+``409 idempotency_conflict``, and two reports racing to spend one key on two executions meet at
+the store's unique key, whose loser runs again and is refused.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ from collections.abc import Sequence
 
 from attrs import evolve, frozen
 
-from refcore.errors import StateConflict, ValidationError
+from refcore.errors import IdempotencyConflict, StateConflict, ValidationError
 from refcore.models import CommissionEntry, EntryStatus, EventType, Program, ProgramAffiliate
 from refcore.models.payout import (
     PayoutExecution,
     PayoutExecutionStatus,
     PayoutItem,
+    PayoutReportKey,
     PayoutRequest,
     PayoutRequestStatus,
 )
@@ -257,7 +261,8 @@ def report_outcome(
 
     Errors: ``validation_error`` (``outcome``, ``reason``, ``Idempotency-Key``),
     ``payout_execution_not_found``, ``live_key_required``, ``state_conflict`` (already settled, other
-    than by this very report; or not dispatched yet)."""
+    than by this very report; or not dispatched yet), ``idempotency_conflict`` (the key already
+    reported another execution of the App)."""
     if outcome not in OUTCOMES:
         raise ValidationError("outcome must be succeeded or failed", param="outcome")
     note = optional_text(reason, param="reason", max_length=1000)
@@ -272,6 +277,7 @@ def report_outcome(
                 f"Payout execution {execution.id} is already {execution.status.value}",
                 param="Idempotency-Key" if execution.status is outcome else None,
             )
+        _refuse_spent_key(tx, execution, key)
         if execution.status is not PayoutExecutionStatus.READY:
             raise StateConflict(
                 f"Payout execution {execution.id} is {execution.status.value}; dispatch its batch first"
@@ -280,9 +286,26 @@ def report_outcome(
             done = complete(tx, execution, idempotency_key=key, manual=False, reason=note)
         else:
             done = fail(tx, execution, idempotency_key=key, reason=note)
+        tx.uow.payout_report_keys.add(
+            PayoutReportKey(id=execution.id, app_id=execution.app_id, idempotency_key=key, created_at=tx.now)
+        )
         return Reported(done, replay=False)
 
     return rt.transaction(work)
+
+
+def _refuse_spent_key(tx: Tx, execution: PayoutExecution, key: str) -> None:
+    """``idempotency_conflict`` when ``key`` already reported another of the App's executions.
+
+    Taken as a new report, a recycled key would settle this payout too, and the key would no
+    longer tell the App's reports apart: a retry of either could not be recognised as one."""
+    spent = tx.uow.payout_report_keys.find_one({"app_id": execution.app_id, "idempotency_key": key})
+    if spent is not None:
+        raise IdempotencyConflict(
+            f"This Idempotency-Key already reported payout execution {spent.id}; "
+            "send a new key for each report",
+            param="Idempotency-Key",
+        )
 
 
 def get_instructions(rt: Runtime, principal: Principal, execution_id: str) -> JsonObject:

@@ -367,7 +367,9 @@ OBJECTS.update(SCHEMAS)
 _TAGS = ("payouts",)
 _IDEMPOTENCY = (
     "Send an Idempotency-Key header (required). The first report applies; a replay with the same key "
-    "answers the stored result; a different outcome or key for a finished execution is 409 state_conflict."
+    "answers the stored result; a different outcome or key for a finished execution is 409 state_conflict. "
+    "A key names one report of the App: a key already used to report another execution is "
+    "409 idempotency_conflict."
 )
 _IDEMPOTENCY_KEY = HeaderParam("Idempotency-Key", "A unique value per report; a replay sends the same one.")
 
