@@ -192,7 +192,9 @@ def test_a_store_refuses_a_second_live_item_for_one_entry(runtime: Runtime, cloc
         duplicate(Tx(uow=uow, now=clock.now(), ids=runtime.ids))
 
 
-def test_a_store_refuses_a_second_report_with_one_key_in_one_app(runtime: Runtime, clock: ManualClock) -> None:
+def test_a_store_refuses_a_second_report_with_one_key_in_one_app(
+    runtime: Runtime, clock: ManualClock
+) -> None:
     pw = build_payout_world(runtime, clock)
     first, second, _ = _two_dispatched_payouts(pw)
     pw.report(first.id, "succeeded", "run-1")
