@@ -6,12 +6,13 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from attrs import evolve
 
 from refcore.clocks import ManualClock
-from refcore.models import AffiliateStatus, EventType, KeyKind, ProgramAffiliate
+from refcore.models import AffiliateStatus, Customer, EventType, KeyKind, ProgramAffiliate
 from refcore.services import activity, affiliates, tracking
 from refcore.services.activity import ActivityQuery
-from refcore.services.runtime import Runtime
+from refcore.services.runtime import Runtime, Tx
 from refcore.services.tracking import Identified, IdentifyRequest
 from tests.contract.scenario import LIVE, TEST, World, build_world
 
@@ -228,6 +229,30 @@ def test_decisions_3_first_attribution_wins(world: World) -> None:
     assert not later.created
     assert (later.customer, later.referral) == (first.customer, first.referral)
     assert later.referral.program_affiliate_id == world.affiliate.id
+
+
+def test_decisions_3_of_two_customers_stored_for_one_address_the_oldest_answers(
+    world: World, runtime: Runtime, clock: ManualClock
+) -> None:
+    """Identify keeps one customer per address known only by e-mail, but ``Twin@x.example`` and
+    ``twin@x.example`` stored before it lower-cased addresses were two, the same address since
+    migrations 0008 and 0012. The first of them answers, whatever order the store returns them
+    in: here the younger one has the lower ID."""
+    first = world.referred_customer(email="twin@x.example")
+    clock.advance(timedelta(days=1))
+    younger = Customer(
+        id="rcus_0", app_id=world.app.id, mode=LIVE, created_at=clock.now(), email="twin@x.example"
+    )
+    younger_referral = evolve(first.referral, id="ref_0", customer_id=younger.id, created_at=clock.now())
+
+    def store_the_twin(tx: Tx) -> None:
+        tx.uow.customers.add(younger)
+        tx.uow.referrals.add(younger_referral)
+
+    runtime.transaction(store_the_twin)
+    again = world.identify(world.capture(), email="Twin@X.example")
+    assert not again.created
+    assert (again.customer, again.referral) == (first.customer, first.referral)
 
 
 def test_decisions_3_first_unattributed_identify_also_wins(world: World, clock: ManualClock) -> None:

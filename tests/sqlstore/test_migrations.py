@@ -191,3 +191,40 @@ def test_migration_0008_lower_cases_the_customers_e_mail_addresses(empty_databas
             transaction.rollback()
     finally:
         engine.dispose()
+
+
+def test_migration_0012_lower_cases_the_addresses_whose_capitals_lie_beyond_ascii(
+    empty_database_url: str,
+) -> None:
+    """0008 chose its rows with the database's ``lower``, which on SQLite folds ASCII only:
+    ``Élodie@example.com`` stayed as it was, and identify and the e-mail filter, which look for
+    ``élodie@example.com``, no longer found it (found by a probe that upgraded a database). 0012
+    writes Python's ``str.lower`` of every address with a character beyond ASCII."""
+    rows = {
+        "rcus_accent": "Élodie@Example.com",
+        "rcus_lower_accent": "élodie@example.com",
+        "rcus_sharp_s": "straße@example.com",  # no capital: unchanged
+        "rcus_ascii": "plain@x.example",
+        "rcus_none": None,
+    }
+    engine = _engine(empty_database_url)
+    try:
+        with engine.connect() as connection:
+            transaction = connection.begin()
+            command.upgrade(alembic_config(connection), "0011_payout_request_links")
+            for customer_id, email in rows.items():
+                connection.execute(
+                    insert(customers).values(
+                        id=customer_id,
+                        app_id="app_made_up",
+                        mode="live",
+                        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+                        email=email,
+                    )
+                )
+            command.upgrade(alembic_config(connection), "0012_customer_email_letters")
+            stored = dict(connection.execute(select(customers.c.id, customers.c.email)).all())
+            assert stored == {**rows, "rcus_accent": "élodie@example.com"}
+            transaction.rollback()
+    finally:
+        engine.dispose()

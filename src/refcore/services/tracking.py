@@ -231,6 +231,19 @@ class _Evidence:
     attributed: bool
 
 
+def _first_customer_by_email(tx: Tx, scope: Scope, email: str | None) -> Customer | None:
+    """The App's oldest customer known only by this address.
+
+    Identify keeps one such customer per address since it began to lower-case them, but
+    ``Case@x.example`` and ``case@x.example`` stored before had been two, and are the same
+    address now (migrations 0008 and 0012). The first of them keeps answering, as first
+    attribution wins, whatever order the store returns them in."""
+    matching = tx.uow.customers.find_all(
+        {"app_id": scope.app_id, "mode": scope.mode, "external_customer_id": None, "email": email}
+    )
+    return min(matching, key=lambda customer: (customer.created_at, customer.id), default=None)
+
+
 def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyRequest) -> Identified:
     """Create (or find) the customer and their one referral.
 
@@ -290,9 +303,7 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
             # create a customer. They take turns on the App's row instead: the second one in
             # reads the first one's committed customer and answers it.
             tx.uow.apps.get(scope.app_id, for_update=True)
-            existing = tx.uow.customers.find_one(
-                {"app_id": scope.app_id, "mode": scope.mode, "external_customer_id": None, "email": email}
-            )
+            existing = _first_customer_by_email(tx, scope, email)
             referral = tx.uow.referrals.find_one({"customer_id": existing.id}) if existing else None
         if existing is not None and referral is not None:
             return Identified(customer=existing, referral=referral, created=False)

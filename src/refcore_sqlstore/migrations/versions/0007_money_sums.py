@@ -11,7 +11,9 @@ nothing changes there.
 
 ``ALTER COLUMN ... TYPE bigint`` rewrites each table and its indexes under an exclusive lock;
 payout tables hold one row per payout, not per event, so this is short. A server still running
-the older code keeps working: it reads the same values as Python integers.
+the older code must be restarted once this has run: it reads the same values as Python integers,
+but the statements it has prepared on its PostgreSQL connections fail with ``cached plan must not
+change result type`` (found by a probe that upgraded under load; docs/deployment.md).
 
 Revision ID: 0007_money_sums
 Revises: 0006_bucket_pruning
