@@ -67,6 +67,7 @@ def _payout_batch(obj: PayoutBatch) -> JsonObject:
         "currency": obj.currency,
         "execution_count": obj.execution_count,
         "dispatched_at": timestamp(obj.dispatched_at),
+        "canceled_at": timestamp(obj.canceled_at),
     }
 
 

@@ -532,6 +532,7 @@ payout_batches = Table(
     _int("execution_count"),
     _time("created_at"),
     _time("dispatched_at", nullable=True),
+    _time("canceled_at", nullable=True),
     Index(None, "program_id", "id"),
     Index(None, "app_id", "id"),
 )

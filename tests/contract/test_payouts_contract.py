@@ -21,11 +21,11 @@ from attrs import evolve
 from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite, IdempotencyConflict, StateConflict
 from refcore.models import EventType, ProgramAffiliate
-from refcore.models.payout import PayoutExecutionStatus, PayoutRequestStatus
+from refcore.models.payout import PayoutBatchStatus, PayoutExecutionStatus, PayoutRequestStatus
 from refcore.rules.entry_status import Balance
 from refcore.services import payout_executions, payout_requests, payouts, revenue
 from refcore.services.runtime import Runtime, Tx
-from tests.payouts.races import race_mark_paid_report_and_batch
+from tests.payouts.races import race_mark_paid_report_and_batch, run_together
 from tests.payouts.world import PayoutWorld, affiliate_key, build_payout_world
 
 T = TypeVar("T")
@@ -175,6 +175,85 @@ def test_interface_6_5_two_reports_racing_to_spend_one_key_settle_one_execution(
     stored = runtime.read(lambda tx: [tx.uow.payout_executions.get(e.id) for e in (first, second)])
     assert sorted(execution.status.value for execution in stored) == ["ready", "succeeded"]
     assert len(pw.events(EventType.PAYOUT_SUCCEEDED)) == 1
+
+
+def test_a_canceled_batch_gives_its_money_back_and_announces_nothing(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """docs/payouts.md, canceling a batch: a prepared batch moves to ``canceled`` with each of its
+    executions; their entries are available again, the affiliate's open request is promised to
+    no payout, no event is emitted, and the affiliates are free for mark-paid or a new batch. A
+    canceled batch can be neither dispatched nor canceled again, and its payouts not reported."""
+    pw = build_payout_world(runtime, clock)
+    principal, _ = affiliate_key(runtime, pw.world.affiliate)
+    other = pw.world.add_affiliate("other@example.com")
+    pw.earn(10_000)
+    pw.earn(5_000, other)
+    pw.past_hold()
+    request = pw.request(principal)
+    batch = pw.prepare()
+    assert pw.balance() == Balance(processing=2000)
+    events_before = len(pw.world.events())
+
+    canceled = payouts.cancel_batch(runtime, pw.world.session, batch.id)
+    assert (canceled.batch.status, canceled.batch.canceled_at) == (PayoutBatchStatus.CANCELED, clock.now())
+    assert {e.status for e in canceled.executions} == {PayoutExecutionStatus.CANCELED}
+    assert len(canceled.executions) == 2
+    stored = payouts.get_batch(runtime, pw.world.session, batch.id)
+    assert stored == canceled
+    assert len(pw.world.events()) == events_before
+    assert (pw.balance(), pw.balance(other)) == (Balance(available=2000), Balance(available=1000))
+    [open_request] = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
+    assert (open_request.id, open_request.status, open_request.payout_execution_id) == (
+        request.id,
+        PayoutRequestStatus.OPEN,
+        None,
+    )
+    assert sorted(ready.amount for ready in pw.ready()) == [1000, 2000]
+
+    for again in (payouts.cancel_batch, payouts.dispatch_batch):
+        with pytest.raises(StateConflict):
+            again(runtime, pw.world.session, batch.id)
+    with pytest.raises(StateConflict):
+        pw.report(canceled.executions[0].id, "succeeded", "run-1")
+    assert pw.mark_paid().amount == 2000
+    [paid_request] = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
+    assert paid_request.status is PayoutRequestStatus.PAID
+    [second] = pw.dispatch(pw.prepare().id).executions
+    assert (second.program_affiliate_id, second.amount) == (other.id, 1000)
+    with pytest.raises(StateConflict):
+        payouts.cancel_batch(runtime, pw.world.session, second.batch_id or "")
+    assert pw.balance(other) == Balance(processing=1000)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_batch_dispatched_and_canceled_at_once_is_either_one_never_both(
+    runtime: Runtime, clock: ManualClock, attempt: int
+) -> None:
+    """The batch's row lock orders a dispatch and a cancellation racing across processes: one of
+    them applies, the other is a ``state_conflict``, and the payouts, their money and the events
+    agree with the one that applied."""
+    pw = build_payout_world(runtime, clock)
+    pw.earn(10_000)
+    pw.past_hold()
+    batch = pw.prepare()
+    session = pw.world.session
+    results = run_together(
+        [
+            lambda: payouts.dispatch_batch(runtime, session, batch.id),
+            lambda: payouts.cancel_batch(runtime, session, batch.id),
+        ]
+    )
+    [applied] = [result for result in results if not isinstance(result, StateConflict)]
+    assert sum(isinstance(result, StateConflict) for result in results) == 1
+    [execution] = runtime.read(lambda tx: tx.uow.payout_executions.find_all({}))
+    ready_events = pw.events(EventType.PAYOUT_READY)
+    if applied.batch.status is PayoutBatchStatus.DISPATCHED:
+        assert execution.status is PayoutExecutionStatus.READY and len(ready_events) == 1
+        assert pw.balance() == Balance(processing=2000)
+    else:
+        assert execution.status is PayoutExecutionStatus.CANCELED and ready_events == []
+        assert pw.balance() == Balance(available=2000)
 
 
 def test_a_store_refuses_a_second_live_item_for_one_entry(runtime: Runtime, clock: ManualClock) -> None:

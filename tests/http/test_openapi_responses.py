@@ -318,6 +318,8 @@ def _payouts(w: Walk) -> None:
     expect(c.get(f"/v1/payout-requests/{request['id']}", ally_key), 200)
     expect(c.post(f"/v1/payout-requests/{request['id']}/decline", session), 200)
     expect(c.get("/v1/ready-payouts", session, **program), 200)
+    mistaken = expect(c.post("/v1/payout-batches", session, program), 201)
+    expect(c.post(f"/v1/payout-batches/{mistaken['id']}/cancel", session), 200)
     batch = expect(c.post("/v1/payout-batches", session, program), 201)
     expect(c.get("/v1/payout-batches", session, **program), 200)
     expect(c.get(f"/v1/payout-batches/{batch['id']}", session), 200)

@@ -197,6 +197,7 @@ def _targets(w: World, act: Activity) -> dict[str, dict[str, str]]:
         "/v1/ready-payouts/:programAffiliateId/mark-paid": {"programAffiliateId": a.affiliate_id},
         "/v1/payout-batches/:id": {"id": w.payouts.batch_id},
         "/v1/payout-batches/:id/dispatch": {"id": w.payouts.batch_id},
+        "/v1/payout-batches/:id/cancel": {"id": w.payouts.batch_id},
         "/v1/payout-executions/:id": {"id": w.payouts.execution_id},
         "/v1/payout-executions/:id/succeeded": {"id": w.payouts.execution_id},
         "/v1/payout-executions/:id/failed": {"id": w.payouts.execution_id},

@@ -1,7 +1,7 @@
 """A Hypothesis state machine over random ledgers with payouts interleaved (memory store).
 
-Payments, refunds, dispute reports, the clock, batches, dispatches, external reports and
-mark-paid run in any order. After every step, per affiliate:
+Payments, refunds, dispute reports, the clock, batches, dispatches, cancellations of prepared
+batches, external reports and mark-paid run in any order. After every step, per affiliate:
 
 - what was ever paid (the sum of succeeded executions) plus the current balance
   (pending + held + available + processing) equals the sum of all its Live entries;
@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from refcore.clocks import ManualClock
 from refcore.errors import RefcoreError
 from refcore.models import DisputeStatus, Mode, ProgramAffiliate
-from refcore.models.payout import PayoutExecution, PayoutExecutionStatus
+from refcore.models.payout import PayoutBatchStatus, PayoutExecution, PayoutExecutionStatus
 from refcore.services import commissions, payout_executions, payouts
 from refcore.services.runtime import Tx
 from refcore_memstore import memory_runtime
@@ -156,13 +156,21 @@ class PayoutLedger(RuleBasedStateMachine):
         self.dispatch()
         self.report(outcome, replay=False)
 
+    def _prepared_batches(self) -> list[str]:
+        program_id = self.world.program.id
+        listed = payouts.list_batches(self.rt, self.world.session, program_id=program_id, limit=100)
+        return [batch.id for batch in listed.data if batch.status is PayoutBatchStatus.PREPARED]
+
     @rule()
     def dispatch(self) -> None:
-        for batch in payouts.list_batches(
-            self.rt, self.world.session, program_id=self.world.program.id, limit=100
-        ).data:
-            if batch.dispatched_at is None:
-                payouts.dispatch_batch(self.rt, self.world.session, batch.id)
+        for batch_id in self._prepared_batches():
+            payouts.dispatch_batch(self.rt, self.world.session, batch_id)
+
+    @rule()
+    def cancel(self) -> None:
+        for batch_id in self._prepared_batches():
+            event("canceled a batch")
+            payouts.cancel_batch(self.rt, self.world.session, batch_id)
 
     @rule(outcome=st.sampled_from(["succeeded", "failed"]), replay=st.booleans())
     def report(self, outcome: str, replay: bool) -> None:
@@ -214,9 +222,9 @@ class PayoutLedger(RuleBasedStateMachine):
         statuses = {x.id: x.status for x in state["executions"]}
         active = Counter(i.active_entry_id for i in state["items"] if i.active_entry_id is not None)
         assert all(n == 1 for n in active.values())
+        released = (PayoutExecutionStatus.FAILED, PayoutExecutionStatus.CANCELED)
         for item in state["items"]:
-            failed = statuses[item.execution_id] is PayoutExecutionStatus.FAILED
-            assert (item.active_entry_id is None) == failed
+            assert (item.active_entry_id is None) == (statuses[item.execution_id] in released)
         for execution in state["executions"]:
             items = [i for i in state["items"] if i.execution_id == execution.id]
             assert execution.amount == sum(i.amount for i in items) > 0

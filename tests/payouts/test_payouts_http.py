@@ -362,12 +362,45 @@ def test_the_index_lists_every_payout_endpoint(client: Client) -> None:
         ("POST", "/v1/payout-batches"),
         ("GET", "/v1/payout-batches/:id"),
         ("POST", "/v1/payout-batches/:id/dispatch"),
+        ("POST", "/v1/payout-batches/:id/cancel"),
         ("GET", "/v1/payout-executions/:id"),
         ("POST", "/v1/payout-executions/:id/succeeded"),
         ("POST", "/v1/payout-executions/:id/failed"),
     } <= listed
     schemas = expect(client.get("/v1/openapi.json"), 200)["components"]["schemas"]
     assert {"PayoutExecution", "PayoutInstructions", "ReadyPayout", "PayoutBalance"} <= set(schemas)
+
+
+def test_a_prepared_batch_canceled_over_http_gives_its_money_back(
+    client: Client, runtime: Runtime, clock: ManualClock, tenant: Tenant
+) -> None:
+    """docs/payouts.md: ``POST /v1/payout-batches/:id/cancel`` takes a session or a Live App key
+    of the App, answers the batch with its executions ``canceled``, and emits nothing; the
+    money is available again. Anyone else gets the answers every payout route gives."""
+    session = tenant.session
+    cy, cy_code = _add_affiliate(client, tenant, "cy@payco.example", "Cy")
+    _pay(client, tenant, cy_code, "pay_c1", 10_000)
+    clock.advance(timedelta(days=31))
+    batch = expect(client.post("/v1/payout-batches", session, {"program_id": tenant.program_id}), 201)
+    cancel = f"/v1/payout-batches/{batch['id']}/cancel"
+    expect(client.post(cancel, _affiliate_key(runtime, tenant, cy)), 403, "forbidden")
+    expect(client.post(cancel, tenant.test_key), 403, "live_key_required")
+    stranger = new_tenant(client, runtime, "stranger")
+    expect(client.post(cancel, stranger.session), 404, "payout_batch_not_found")
+    expect(client.post(cancel, stranger.live_key), 404, "payout_batch_not_found")
+    assert _balance(client, session, tenant, program_affiliate_id=cy)["processing"] == 2000
+
+    canceled = expect(client.post(cancel, tenant.live_key), 200)
+    assert (canceled["id"], canceled["status"], canceled["dispatched_at"]) == (batch["id"], "canceled", None)
+    assert canceled["canceled_at"] is not None
+    assert [(e["status"], e["amount"]) for e in canceled["executions"]] == [("canceled", 2000)]
+    assert expect(client.get(f"/v1/payout-batches/{batch['id']}", session), 200) == canceled
+    balance = _balance(client, session, tenant, program_affiliate_id=cy)
+    assert (balance["available"], balance["processing"]) == (2000, 0)
+    assert _events(runtime, EventType.PAYOUT_READY) == []
+    expect(client.post(cancel, session), 409, "state_conflict")
+    expect(client.post(f"/v1/payout-batches/{batch['id']}/dispatch", session), 409, "state_conflict")
+    expect(client.post(cancel.replace(batch["id"], "pbt_missing"), session), 404, "payout_batch_not_found")
 
 
 def test_mark_paid_with_an_amount_records_only_a_payout_of_exactly_that_amount(

@@ -77,6 +77,8 @@ class PayoutRequest:
 class PayoutBatchStatus(enum.StrEnum):
     PREPARED = "prepared"
     DISPATCHED = "dispatched"
+    #: Canceled before dispatch: its money is available again and nothing was announced.
+    CANCELED = "canceled"
 
 
 @frozen
@@ -92,6 +94,7 @@ class PayoutBatch:
     execution_count: int
     created_at: datetime
     dispatched_at: datetime | None = None
+    canceled_at: datetime | None = None
 
 
 class PayoutExecutionStatus(enum.StrEnum):
@@ -99,6 +102,9 @@ class PayoutExecutionStatus(enum.StrEnum):
     READY = "ready"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    #: Its batch was canceled before dispatch: its entries are released, as by ``failed``, but
+    #: no payout system ever heard of it, so no event says so.
+    CANCELED = "canceled"
 
     @property
     def live(self) -> bool:

@@ -9,6 +9,8 @@ payout system (or a person, through mark-paid) says whether the money went out:
 - ``failed``: its items release their entries (``active_entry_id = None``), which are then
   available for a later payout, and ``payout.failed`` is emitted; a request it was to pay stays
   open for the next payout.
+- ``canceled``: its batch was canceled before dispatch (:func:`cancel`); the entries are
+  released as by ``failed``, with no event, since no payout system was told of the payout.
 
 A payout request asks for the money available when it is made. A batch freezes the money
 available when it is prepared, and names the affiliate's open request, made before, as the one
@@ -178,7 +180,7 @@ def promise_open_request(tx: Tx, execution: PayoutExecution) -> None:
 
 
 def _release_promised_request(tx: Tx, execution: PayoutExecution) -> None:
-    """A failed payout's request stays open, promised to no payout, for the next one to pay."""
+    """A failed or canceled payout's request stays open, promised to no payout, for the next one to pay."""
     request = tx.uow.payout_requests.find_one(
         {"open_program_affiliate_id": execution.program_affiliate_id}, for_update=True
     )
@@ -222,13 +224,32 @@ def fail(tx: Tx, execution: PayoutExecution, *, idempotency_key: str, reason: st
         live_program_affiliate_id=None,
     )
     tx.uow.payout_executions.replace(done)
+    _release(tx, done)
+    tx.emit(EventType.PAYOUT_FAILED, app_id=execution.app_id, livemode=True, data=represent(done))
+    return done
+
+
+def cancel(tx: Tx, execution: PayoutExecution) -> PayoutExecution:
+    """``prepared`` → ``canceled``, with its batch: release every entry, as :func:`fail` does.
+
+    No event: ``payout.ready`` was never sent, so no payout system knows of the payout."""
+    assert execution.status is PayoutExecutionStatus.PREPARED
+    done = evolve(
+        execution, status=PayoutExecutionStatus.CANCELED, completed_at=tx.now, live_program_affiliate_id=None
+    )
+    tx.uow.payout_executions.replace(done)
+    _release(tx, done)
+    return done
+
+
+def _release(tx: Tx, execution: PayoutExecution) -> None:
+    """The entries of a payout that will not be paid become available for a later one, and the
+    payout request it was to pay stays open for that payout."""
     items = tx.uow.payout_items.find_all({"execution_id": execution.id})
     tx.uow.ledger().lock_for_payout([item.entry_id for item in items])
     for item in items:
         tx.uow.payout_items.replace(evolve(item, active_entry_id=None))
-    _release_promised_request(tx, done)
-    tx.emit(EventType.PAYOUT_FAILED, app_id=execution.app_id, livemode=True, data=represent(done))
-    return done
+    _release_promised_request(tx, execution)
 
 
 def require_idempotency_key(value: object) -> str:
@@ -261,7 +282,7 @@ def report_outcome(
 
     Errors: ``validation_error`` (``outcome``, ``reason``, ``Idempotency-Key``),
     ``payout_execution_not_found``, ``live_key_required``, ``state_conflict`` (already settled, other
-    than by this very report; or not dispatched yet), ``idempotency_conflict`` (the key already
+    than by this very report; canceled; or not dispatched yet), ``idempotency_conflict`` (the key already
     reported another execution of the App)."""
     if outcome not in OUTCOMES:
         raise ValidationError("outcome must be succeeded or failed", param="outcome")
@@ -277,6 +298,8 @@ def report_outcome(
                 f"Payout execution {execution.id} is already {execution.status.value}",
                 param="Idempotency-Key" if execution.status is outcome else None,
             )
+        if execution.status is PayoutExecutionStatus.CANCELED:
+            raise StateConflict(f"Payout execution {execution.id} was canceled with its batch")
         _refuse_spent_key(tx, execution, key)
         if execution.status is not PayoutExecutionStatus.READY:
             raise StateConflict(

@@ -42,6 +42,7 @@ from refcore.services.balances import live_balance, live_balances
 from refcore.services.pagination import Page, paginate, require_limit
 from refcore.services.payout_access import operator_program, require_live, require_operator_kind
 from refcore.services.payout_executions import (
+    cancel,
     complete,
     create_execution,
     promise_open_request,
@@ -287,7 +288,7 @@ def mark_paid(
             # came after the batch had been recorded beside the prepared one, two at once.
             raise StateConflict(
                 f"Program affiliate {affiliate.id} has a payout in the prepared batch "
-                f"{prepared.batch_id}; dispatch the batch, then mark that payout paid"
+                f"{prepared.batch_id}; dispatch the batch and mark that payout paid, or cancel the batch"
             )
         funds = funds_of(tx, affiliate.id)
         if not is_ready(funds.available, program.minimum_payout):
@@ -434,17 +435,13 @@ def dispatch_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchVie
     instructions with its Live key (interface 6.5).
 
     Errors: ``forbidden`` (an affiliate key), ``payout_batch_not_found``, ``live_key_required``,
-    ``state_conflict`` (already dispatched).
+    ``state_conflict`` (already dispatched, or canceled).
     """
 
     def work(tx: Tx) -> BatchView:
-        batch = _batch(tx, principal, batch_id, for_update=True)
-        if batch.status is not PayoutBatchStatus.PREPARED:
-            raise StateConflict(f"Payout batch {batch.id} is already {batch.status.value}")
+        batch = _prepared_batch(tx, principal, batch_id)
         executions = []
-        for candidate in tx.uow.payout_executions.find_all({"batch_id": batch.id}):
-            execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
-            assert execution is not None
+        for execution in _locked_executions(tx, batch):
             if execution.status is PayoutExecutionStatus.PREPARED:
                 execution = evolve(execution, status=PayoutExecutionStatus.READY)
                 tx.uow.payout_executions.replace(execution)
@@ -457,3 +454,48 @@ def dispatch_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchVie
         return BatchView(batch, executions)
 
     return rt.transaction(work)
+
+
+def cancel_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchView:
+    """``POST /v1/payout-batches/:id/cancel``: a prepared batch that must not go out gives its
+    money back: each execution ``canceled``, its entries available again, its affiliate free
+    for mark-paid or the next batch.
+
+    Without it, the only way to release a batch prepared by mistake was to dispatch it, which
+    sends ``payout.ready`` to the App's payout system, and then to report each payout failed.
+    Nothing is emitted: the batch was never announced. A dispatched batch cannot be canceled;
+    its payouts are settled one by one (report ``failed``, or mark-paid).
+
+    Errors: ``forbidden`` (an affiliate key), ``payout_batch_not_found``, ``live_key_required``,
+    ``state_conflict`` (dispatched, or already canceled).
+    """
+
+    def work(tx: Tx) -> BatchView:
+        batch = _prepared_batch(tx, principal, batch_id)
+        executions = [
+            cancel(tx, execution) if execution.status is PayoutExecutionStatus.PREPARED else execution
+            for execution in _locked_executions(tx, batch)
+        ]
+        batch = evolve(batch, status=PayoutBatchStatus.CANCELED, canceled_at=tx.now)
+        tx.uow.payout_batches.replace(batch)
+        return BatchView(batch, executions)
+
+    return rt.transaction(work)
+
+
+def _prepared_batch(tx: Tx, principal: Principal, batch_id: str) -> PayoutBatch:
+    """The batch, row-locked: its dispatch and its cancellation apply one after the other."""
+    batch = _batch(tx, principal, batch_id, for_update=True)
+    if batch.status is not PayoutBatchStatus.PREPARED:
+        raise StateConflict(f"Payout batch {batch.id} is already {batch.status.value}")
+    return batch
+
+
+def _locked_executions(tx: Tx, batch: PayoutBatch) -> list[PayoutExecution]:
+    """The batch's executions, each row-locked before it is read, as a report locks it."""
+    executions = []
+    for candidate in tx.uow.payout_executions.find_all({"batch_id": batch.id}):
+        execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
+        assert execution is not None
+        executions.append(execution)
+    return executions

@@ -14,7 +14,7 @@ from typing import Literal
 from attrs import field, frozen
 
 from refcore import payout_representation as views
-from refcore.models.payout import PayoutExecutionStatus
+from refcore.models.payout import PayoutBatchStatus, PayoutExecutionStatus
 from refcore.representation import JsonObject, represent
 from refcore.services import payout_accounts, payout_executions, payout_requests, payouts
 from refcore.services.principal import PrincipalKind
@@ -222,6 +222,10 @@ def dispatch_payout_batch(call: Call) -> Reply:
     return ok(_batch(payouts.dispatch_batch(call.runtime, call.who, call.params["id"])))
 
 
+def cancel_payout_batch(call: Call) -> Reply:
+    return ok(_batch(payouts.cancel_batch(call.runtime, call.who, call.params["id"])))
+
+
 # -- executions ------------------------------------------------------------------------------
 
 
@@ -270,7 +274,7 @@ _EXECUTION_FIELDS: dict[str, JsonObject] = {
     "batch_id": nullable(STRING),
     "amount": INTEGER,
     "currency": STRING,
-    "status": enum("prepared", "ready", "succeeded", "failed"),
+    "status": enum(*(status.value for status in PayoutExecutionStatus)),
     "completed_at": nullable(TIMESTAMP),
     "completed_manually": BOOLEAN,
     "outcome_reason": nullable(STRING),
@@ -278,11 +282,12 @@ _EXECUTION_FIELDS: dict[str, JsonObject] = {
 _BATCH_FIELDS: dict[str, JsonObject] = {
     "livemode": {"const": True},
     "program_id": STRING,
-    "status": enum("prepared", "dispatched"),
+    "status": enum(*(status.value for status in PayoutBatchStatus)),
     "total": INTEGER,
     "currency": STRING,
     "execution_count": INTEGER,
     "dispatched_at": nullable(TIMESTAMP),
+    "canceled_at": nullable(TIMESTAMP),
 }
 
 #: Registered with the other response objects of :mod:`refcore_http.schemas` for the OpenAPI document.
@@ -514,6 +519,15 @@ ROUTES = (
         "/v1/payout-batches/:id/dispatch",
         "Dispatch a prepared batch: executions become ready, one payout.ready each",
         dispatch_payout_batch,
+        DEVELOPER,
+        returns("PayoutBatchWithExecutions"),
+        tags=_TAGS,
+    ),
+    Endpoint(
+        "POST",
+        "/v1/payout-batches/:id/cancel",
+        "Cancel a prepared batch: its executions are canceled and their money is available again",
+        cancel_payout_batch,
         DEVELOPER,
         returns("PayoutBatchWithExecutions"),
         tags=_TAGS,
