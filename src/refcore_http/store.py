@@ -19,7 +19,7 @@ MEMORY_URL = "memory://"
 
 
 class StoreUnavailable(RuntimeError):
-    """The URL names a store this installation cannot open."""
+    """The URL names a store this installation cannot open, or cannot migrate."""
 
 
 @frozen
@@ -82,6 +82,7 @@ def open_store(
         )
     try:
         from refcore_sqlstore import SqlStore
+        from refcore_sqlstore.migrate import SchemaFromNewerRelease
     except ImportError as exc:  # pragma: no cover - the SQL store ships with refcore
         raise StoreUnavailable(
             f"The SQL store is not available in this installation ({exc}); use {MEMORY_URL}"
@@ -90,11 +91,19 @@ def open_store(
         store = SqlStore(database_url, pool_size=pool_size, max_overflow=max_overflow)
     except ValueError as exc:  # an unsupported or malformed URL; the message names no password
         raise StoreUnavailable(f"Cannot open the database: {exc}") from None
+
+
+    def migrate() -> None:
+        try:
+            store.migrate()
+        except SchemaFromNewerRelease as newer:
+            raise StoreUnavailable(str(newer)) from None
+
     return OpenStore(
         runtime=store.runtime(clock=clock, notifier=notifier),
         outbox=store.outbox,
         persistent=True,
-        migrate=store.migrate,
+        migrate=migrate,
         schema_is_behind=store.schema_is_behind,
         dispose=store.dispose,
         prune=store.prune,

@@ -36,12 +36,46 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
+class SchemaFromNewerRelease(Exception):
+    """The database is at a migration this release does not ship: a newer release made it.
+
+    Alembic cannot upgrade from a revision it cannot find, and said so with a traceback; an
+    operator who rolled a release back (or restarted an old process after a newer one
+    migrated) is told instead what happened and what to do."""
+
+    def __init__(self, revisions: set[str]) -> None:
+        super().__init__(
+            f"the database is at migration {', '.join(sorted(revisions))}, which this release does not "
+            "ship: a newer release of refcore migrated it. Run that release, or start this one with "
+            "--no-migrate if the newer migrations only added to the schema (docs/deployment.md)"
+        )
+        self.revisions = revisions
+
+
 def upgrade_to_head(engine: Engine) -> None:
-    """Apply every pending migration; safe to run from several processes at once."""
+    """Apply every pending migration; safe to run from several processes at once.
+
+    Raises :class:`SchemaFromNewerRelease`, changing nothing, on a database a newer release
+    migrated."""
     with engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
+        unknown = _unknown(set(MigrationContext.configure(connection).get_current_heads()))
+        if unknown:
+            raise SchemaFromNewerRelease(unknown)
         command.upgrade(alembic_config(connection), "head")
+
+
+def _unknown(revisions: set[str]) -> set[str]:
+    """Those of ``revisions`` that this release does not ship."""
+    script = _scripts()
+    unknown = set()
+    for revision in revisions:
+        try:
+            script.get_revision(revision)
+        except CommandError:
+            unknown.add(revision)
+    return unknown
 
 
 def schema_is_current(engine: Engine) -> bool:
@@ -66,13 +100,7 @@ def schema_is_behind(engine: Engine) -> bool:
     behind, and a server may run on it if that migration was additive (docs/deployment.md).
     A server started with ``--no-migrate`` on a database that is behind would answer ``GET /v1``
     and fail every other request, so ``refcore serve`` refuses to start instead."""
-    script = _scripts()
     current = _current_heads(engine)
-    if current == set(script.get_heads()):
+    if current == set(_scripts().get_heads()):
         return False
-    try:
-        for revision in current:
-            script.get_revision(revision)
-    except CommandError:
-        return False  # a revision of a newer release
-    return True
+    return not _unknown(current)  # a revision of a newer release is not behind

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -212,6 +213,39 @@ def test_serve_without_migrating_refuses_a_database_that_lacks_migrations(
     err = capsys.readouterr().err
     assert "lacks migrations" in err and "refcore migrate" in err
     assert cli.main(["migrate", "--database-url", url]) == 0
+    assert cli.main(["serve", "--no-migrate", "--database-url", url]) == 0
+    assert len(calls) == 1
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_a_database_a_newer_release_migrated_is_refused_in_one_line_and_left_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An old process restarted after a newer release migrated (or a release rolled back) met
+    Alembic's traceback, "Can't locate revision". Every command that migrates refuses in one
+    line naming the way out, changes nothing, and ``--no-migrate`` still serves, as
+    docs/deployment.md says."""
+    import uvicorn
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    database = tmp_path / "refcore.db"
+    url = f"sqlite:///{database}"
+    assert cli.main(["migrate", "--database-url", url]) == 0
+    with sqlite3.connect(database) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0999_from_the_future'")
+    capsys.readouterr()
+    for command in (["serve"], ["migrate"], ["session", "--email", "dev@example.com"]):
+        assert cli.main([*command, "--database-url", url]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert "0999_from_the_future" in err and "newer release" in err and "--no-migrate" in err
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            ("0999_from_the_future",)
+        ]
+        assert connection.execute("SELECT count(*) FROM users").fetchone() == (0,)
+    assert calls == []
     assert cli.main(["serve", "--no-migrate", "--database-url", url]) == 0
     assert len(calls) == 1
 
