@@ -238,9 +238,10 @@ def _first_customer_by_email(tx: Tx, scope: Scope, email: str | None) -> Custome
     ``Case@x.example`` and ``case@x.example`` stored before had been two, and are the same
     address now (migrations 0008 and 0012). The first of them keeps answering, as first
     attribution wins, whatever order the store returns them in."""
-    matching = tx.uow.customers.find_all(
-        {"app_id": scope.app_id, "mode": scope.mode, "external_customer_id": None, "email": email}
-    )
+    # Filtered here rather than in the query, which then reads the (App, mode, e-mail) index in
+    # ID order; customers known by an external ID too are few for one address.
+    same_address = tx.uow.customers.find_all({"app_id": scope.app_id, "mode": scope.mode, "email": email})
+    matching = [customer for customer in same_address if customer.external_customer_id is None]
     return min(matching, key=lambda customer: (customer.created_at, customer.id), default=None)
 
 
