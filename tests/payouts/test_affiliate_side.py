@@ -9,7 +9,7 @@ import pytest
 from refcore.clocks import ManualClock
 from refcore.errors import RefcoreError
 from refcore.models.payout import PayoutMethod, PayoutRequestStatus
-from refcore.services import payout_accounts, payout_requests
+from refcore.services import payout_accounts, payout_requests, payouts
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
 from tests.contract.scenario import build_world
@@ -130,6 +130,28 @@ def test_a_developer_declines_an_open_request_once(pw: PayoutWorld, key: Princip
     assert _fails(again) == ("state_conflict", None)
     assert _fails(lambda: payout_requests.decline_payout_request(pw.rt, key, request.id))[0] == "forbidden"
     assert pw.request(key).status is PayoutRequestStatus.OPEN  # a new one may be opened
+
+
+@pytest.mark.parametrize("end", ["cancel", "failed", "succeeded"])
+def test_a_request_declined_while_a_batch_holds_its_money_names_no_payout_whatever_that_payout_becomes(
+    pw: PayoutWorld, key: Principal, end: str
+) -> None:
+    """``payout_execution_id`` says which payout pays a request; a declined one is paid by none.
+    It had kept the batch's payout named at its decline, and then named a payout that failed or
+    was canceled (found by a probe racing declines with batches)."""
+    pw.earn(10_000)
+    pw.past_hold()
+    request = pw.request(key)
+    batch = pw.prepare()
+    declined = payout_requests.decline_payout_request(pw.rt, pw.world.session, request.id)
+    assert (declined.status, declined.payout_execution_id) == (PayoutRequestStatus.DECLINED, None)
+    if end == "cancel":
+        payouts.cancel_batch(pw.rt, pw.world.session, batch.id)
+    else:
+        [execution] = pw.dispatch(batch.id).executions
+        pw.report(execution.id, end, "run-1")
+    [stored] = payout_requests.list_payout_requests(pw.rt, key).data
+    assert (stored.status, stored.payout_execution_id) == (PayoutRequestStatus.DECLINED, None)
 
 
 def test_the_next_succeeded_payout_closes_the_open_request_as_paid(pw: PayoutWorld, key: Principal) -> None:

@@ -147,6 +147,11 @@ def get_payout_request(rt: Runtime, principal: Principal, request_id: str) -> Pa
 def decline_payout_request(rt: Runtime, principal: Principal, request_id: str) -> PayoutRequest:
     """Developer only: ``open`` → ``declined``; anything else is ``409 state_conflict``.
 
+    A declined request names no payout: ``payout_execution_id`` says which payout pays the
+    request, and none does once it is declined, even when a batch prepared before had frozen its
+    money (that payout goes on; cancel its batch to stop it). It had kept the link, and then
+    named a payout that failed or was canceled after the decline (found by a probe).
+
     ``POST /v1/payout-requests/:id/decline``. Errors: ``forbidden`` (an affiliate key),
     ``payout_request_not_found``, ``live_key_required``, ``state_conflict``."""
     require_operator_kind(principal)
@@ -156,7 +161,11 @@ def decline_payout_request(rt: Runtime, principal: Principal, request_id: str) -
         if request.status is not PayoutRequestStatus.OPEN:
             raise StateConflict(f"Payout request {request.id} is already {request.status.value}")
         request = evolve(
-            request, status=PayoutRequestStatus.DECLINED, decided_at=tx.now, open_program_affiliate_id=None
+            request,
+            status=PayoutRequestStatus.DECLINED,
+            decided_at=tx.now,
+            open_program_affiliate_id=None,
+            payout_execution_id=None,
         )
         tx.uow.payout_requests.replace(request)
         return request

@@ -13,6 +13,8 @@ This migration names, for each open request that names no payout, the affiliate'
 flight (``prepared`` or ``ready``; at most one, by the unique ``live_program_affiliate_id``)
 when that payout was made after the request, which is when it froze the money asked for. A
 request made after its affiliate's payout in flight is left as it is: that payout never paid it.
+A declined request names no payout from now on (its decline clears the link), so the link kept
+by a request declined before is cleared too.
 
 The downgrade changes nothing back: earlier code ignores the link. A batch that a server of an
 earlier release prepares after this migration names no request, as before it.
@@ -48,6 +50,10 @@ def upgrade() -> None:
         WHERE status = 'open' AND payout_execution_id IS NULL
           AND EXISTS ({_IN_FLIGHT_AFTER_THE_REQUEST})
         """
+    )
+    op.execute(
+        "UPDATE payout_requests SET payout_execution_id = NULL"
+        " WHERE status = 'declined' AND payout_execution_id IS NOT NULL"
     )
 
 
