@@ -157,19 +157,17 @@ def test_a_database_is_behind_until_every_shipped_migration_is_applied(empty_dat
         store.dispose()
 
 
-def test_migration_0008_lower_cases_the_customers_e_mail_addresses(empty_database_url: str) -> None:
-    """Identify keeps addresses lower-case from 0008 on and finds an e-mail-only customer by its
-    address: one stored as ``Case@X.example`` before must be found as ``case@x.example`` after.
-
-    In one rolled-back transaction (DDL is transactional on both databases), so the made-up App
-    of the rows never meets the deferred foreign keys."""
-    rows = {"rcus_upper": "Case@X.Example", "rcus_lower": "low@x.example", "rcus_none": None}
-    engine = _engine(empty_database_url)
+@contextmanager
+def _customers_at(url: str, revision: str, emails: dict[str, str | None]) -> Iterator[Connection]:
+    """A connection to a database at ``revision`` holding customers with these addresses (by ID),
+    in one transaction rolled back at the end (DDL is transactional on both databases), so the
+    made-up App of the rows never meets the deferred foreign keys."""
+    engine = _engine(url)
     try:
         with engine.connect() as connection:
             transaction = connection.begin()
-            command.upgrade(alembic_config(connection), "0007_money_sums")
-            for customer_id, email in rows.items():
+            command.upgrade(alembic_config(connection), revision)
+            for customer_id, email in emails.items():
                 connection.execute(
                     insert(customers).values(
                         id=customer_id,
@@ -179,18 +177,30 @@ def test_migration_0008_lower_cases_the_customers_e_mail_addresses(empty_databas
                         email=email,
                     )
                 )
-            command.upgrade(alembic_config(connection), "0008_customer_emails")
-            stored = dict(connection.execute(select(customers.c.id, customers.c.email)).all())
-            assert stored == {
-                "rcus_upper": "case@x.example",
-                "rcus_lower": "low@x.example",
-                "rcus_none": None,
-            }
-            command.downgrade(alembic_config(connection), "0007_money_sums")  # keeps them lower-case
-            assert dict(connection.execute(select(customers.c.id, customers.c.email)).all()) == stored
+            yield connection
             transaction.rollback()
     finally:
         engine.dispose()
+
+
+def _stored_emails(connection: Connection) -> dict[str, str | None]:
+    return {row.id: row.email for row in connection.execute(select(customers.c.id, customers.c.email))}
+
+
+def test_migration_0008_lower_cases_the_customers_e_mail_addresses(empty_database_url: str) -> None:
+    """Identify keeps addresses lower-case from 0008 on and finds an e-mail-only customer by its
+    address: one stored as ``Case@X.example`` before must be found as ``case@x.example`` after."""
+    rows = {"rcus_upper": "Case@X.Example", "rcus_lower": "low@x.example", "rcus_none": None}
+    with _customers_at(empty_database_url, "0007_money_sums", rows) as connection:
+        command.upgrade(alembic_config(connection), "0008_customer_emails")
+        stored = _stored_emails(connection)
+        assert stored == {
+            "rcus_upper": "case@x.example",
+            "rcus_lower": "low@x.example",
+            "rcus_none": None,
+        }
+        command.downgrade(alembic_config(connection), "0007_money_sums")  # keeps them lower-case
+        assert _stored_emails(connection) == stored
 
 
 def test_migration_0012_lower_cases_the_addresses_whose_capitals_lie_beyond_ascii(
@@ -200,31 +210,13 @@ def test_migration_0012_lower_cases_the_addresses_whose_capitals_lie_beyond_asci
     ``Élodie@example.com`` stayed as it was, and identify and the e-mail filter, which look for
     ``élodie@example.com``, no longer found it (found by a probe that upgraded a database). 0012
     writes Python's ``str.lower`` of every address with a character beyond ASCII."""
-    rows = {
+    rows: dict[str, str | None] = {
         "rcus_accent": "Élodie@Example.com",
         "rcus_lower_accent": "élodie@example.com",
         "rcus_sharp_s": "straße@example.com",  # no capital: unchanged
         "rcus_ascii": "plain@x.example",
         "rcus_none": None,
     }
-    engine = _engine(empty_database_url)
-    try:
-        with engine.connect() as connection:
-            transaction = connection.begin()
-            command.upgrade(alembic_config(connection), "0011_payout_request_links")
-            for customer_id, email in rows.items():
-                connection.execute(
-                    insert(customers).values(
-                        id=customer_id,
-                        app_id="app_made_up",
-                        mode="live",
-                        created_at=datetime(2026, 1, 1, tzinfo=UTC),
-                        email=email,
-                    )
-                )
-            command.upgrade(alembic_config(connection), "0012_customer_email_letters")
-            stored = dict(connection.execute(select(customers.c.id, customers.c.email)).all())
-            assert stored == {**rows, "rcus_accent": "élodie@example.com"}
-            transaction.rollback()
-    finally:
-        engine.dispose()
+    with _customers_at(empty_database_url, "0011_payout_request_links", rows) as connection:
+        command.upgrade(alembic_config(connection), "0012_customer_email_letters")
+        assert _stored_emails(connection) == {**rows, "rcus_accent": "élodie@example.com"}
