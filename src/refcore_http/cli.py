@@ -106,6 +106,7 @@ def serve(args: argparse.Namespace) -> int:
             port=settings.port,
             proxy_headers=False,
             server_header=False,
+            timeout_keep_alive=settings.keep_alive_seconds,
             log_level=args.log_level,
             log_config=logging_config(args.log_level),
             access_log=access_log_shown(args.log_level),

@@ -281,6 +281,11 @@ class Settings:
     #: it lengthens those not yet ended, expired ones included. ``refcore session`` reads it to
     #: tell when the token it prints expires.
     session_ttl_hours: int = DEFAULT_SESSION_TTL_HOURS
+    #: ``REFCORE_KEEP_ALIVE_SECONDS``: how long an idle client connection stays open (uvicorn's
+    #: ``timeout_keep_alive``, whose default of 5 it keeps). Behind a load balancer it must be
+    #: longer than the balancer's idle timeout (60 s on AWS's ALB): otherwise the server closes a
+    #: connection just as the balancer sends a request on it, and that request fails with a 502.
+    keep_alive_seconds: int = 5
 
     @property
     def session_lifetime(self) -> timedelta:
@@ -363,6 +368,10 @@ class Settings:
         if env.get("REFCORE_PRUNE_INTERVAL_SECONDS"):
             values["prune_interval_seconds"] = _count(
                 env["REFCORE_PRUNE_INTERVAL_SECONDS"], name="REFCORE_PRUNE_INTERVAL_SECONDS"
+            )
+        if env.get("REFCORE_KEEP_ALIVE_SECONDS"):
+            values["keep_alive_seconds"] = _positive(
+                env["REFCORE_KEEP_ALIVE_SECONDS"], name="REFCORE_KEEP_ALIVE_SECONDS"
             )
         if env.get("REFCORE_SESSION_TTL_HOURS"):
             values["session_ttl_hours"] = _session_ttl_hours(

@@ -131,10 +131,12 @@ def test_serve_runs_uvicorn_with_its_settings(
 
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
     monkeypatch.setenv("REFCORE_PORT", "9001")
+    monkeypatch.setenv("REFCORE_KEEP_ALIVE_SECONDS", "75")
     argv = ["serve", "--database-url", "memory://", "--host", "0.0.0.0", "--print-session", "dev@example.com"]
     assert cli.main(argv) == 0
     ((app, options),) = calls
     assert (options["host"], options["port"], options["proxy_headers"]) == ("0.0.0.0", 9001, False)
+    assert options["timeout_keep_alive"] == 75
     token = capsys.readouterr().out.strip()
     client = Client(app)
     expect(client.post("/v1/organizations", token, {"name": "Acme"}), 201)
@@ -286,6 +288,8 @@ def test_settings_come_from_the_environment_and_flags_win() -> None:
         ({"REFCORE_DB_POOL_SIZE": "ten"}, "REFCORE_DB_POOL_SIZE"),
         ({"REFCORE_DB_MAX_OVERFLOW": "-1"}, "REFCORE_DB_MAX_OVERFLOW"),
         ({"REFCORE_WORKER_THREADS": "0"}, "REFCORE_WORKER_THREADS"),
+        ({"REFCORE_KEEP_ALIVE_SECONDS": "0"}, "REFCORE_KEEP_ALIVE_SECONDS"),
+        ({"REFCORE_KEEP_ALIVE_SECONDS": "1.5"}, "REFCORE_KEEP_ALIVE_SECONDS"),
         ({"REFCORE_WORKER_THREADS": "many"}, "REFCORE_WORKER_THREADS"),
         ({"REFCORE_READ_WORKER_THREADS": "-1"}, "REFCORE_READ_WORKER_THREADS"),
         ({"REFCORE_READ_WORKER_THREADS": "one"}, "REFCORE_READ_WORKER_THREADS"),
