@@ -148,6 +148,7 @@ OBJECTS: dict[str, JsonObject] = {
             "program_id": STRING,
             "current": nullable(ref("ProgramTerms")),
             "history": {"type": "array", "items": ref("ProgramTerms")},
+            "has_more": BOOLEAN,
         }
     ),
     "ProgramAffiliate": resource(

@@ -10,15 +10,16 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from refcore.clocks import ManualClock
-from refcore.errors import RateLimited, RefcoreError
+from refcore.errors import InvalidStartingAfter, RateLimited, RefcoreError, ValidationError
 from refcore.models import AffiliateStatus, Mode
 from refcore.ports.mailer import Message
-from refcore.services import app_profile, join, overview, setup_status
+from refcore.services import app_profile, join, overview, programs, setup_status
 from refcore.services.join import JoinPolicy
 from refcore.services.runtime import Runtime
 from tests.contract.scenario import World, build_world
@@ -117,7 +118,9 @@ def test_agreement_versions_and_logo_bytes_round_trip(world: World) -> None:
     app_profile.publish_agreement(world.rt, world.session, app_id, "One")
     world.clock.advance(timedelta(seconds=1))
     app_profile.publish_agreement(world.rt, world.session, app_id, "Two")
-    assert [v.text for v in app_profile.agreement_history(world.rt, world.session, app_id)] == ["Two", "One"]
+    history = app_profile.agreement_history(world.rt, world.session, app_id)
+    assert [v.text for v in history.page.data] == ["Two", "One"]
+    assert history.current is not None and history.current.text == "Two"
     image = png(3, 2)
     app_profile.upload_logo(world.rt, world.session, app_id, image)
     assert app_profile.public_logo(world.rt, app_id).data == image
@@ -151,3 +154,42 @@ def test_setup_status_and_overview_count_the_same_on_every_store(world: World) -
     assert (usd.revenue, usd.attributed_revenue, usd.commissions_earned) == (14000, 10000, 2000)
     test_figures = overview.overview(world.rt, world.session, world.app.id, environment="test")
     assert (test_figures.mode, test_figures.clicks) == (Mode.TEST, 0)
+
+
+@pytest.mark.parametrize("text", ["terms", "agreement"])
+def test_decisions_9_a_published_texts_history_is_paged_newest_first_and_the_current_is_the_newest(
+    world: World, text: str
+) -> None:
+    """Program terms and an App's agreement keep every version (up to 100,000 characters each),
+    and their history had been answered whole on every read and every publish. It is paged like
+    every list (decisions 9); ``current`` is the newest on every page."""
+    other_program = world.add_program(name="Other")
+
+    def publish(body: str) -> str:
+        world.clock.advance(timedelta(seconds=1))
+        if text == "terms":
+            return programs.publish_terms(world.rt, world.session, world.program.id, body).id
+        return app_profile.publish_agreement(world.rt, world.session, world.app.id, body).id
+
+    def history(**page: Any) -> Any:
+        if text == "terms":
+            return programs.list_terms(world.rt, world.session, world.program.id, **page)
+        return app_profile.agreement_history(world.rt, world.session, world.app.id, **page)
+
+    assert (history().current, history().page.data, history().page.has_more) == (None, [], False)
+    published = [publish(f"v{n}") for n in range(27)]
+    newest_first = list(reversed(published))
+    first = history()
+    assert [v.id for v in first.page.data] == newest_first[:25] and first.page.has_more
+    assert first.current is not None and first.current.id == newest_first[0]
+    rest = history(starting_after=newest_first[24])
+    assert [v.id for v in rest.page.data] == newest_first[25:] and not rest.page.has_more
+    assert rest.current is not None and rest.current.id == newest_first[0]
+    assert [v.id for v in history(limit=2).page.data] == newest_first[:2]
+    for limit in (0, 101, True, "5"):
+        with pytest.raises(ValidationError):
+            history(limit=limit)
+    foreign = programs.publish_terms(world.rt, world.session, other_program.id, "elsewhere").id
+    for cursor in (foreign, world.program.id, "agr_missing"):
+        with pytest.raises(InvalidStartingAfter):
+            history(starting_after=cursor)

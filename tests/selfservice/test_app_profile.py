@@ -50,6 +50,25 @@ def test_publishing_an_agreement_keeps_every_version_and_the_newest_is_current(
     assert expect(client.get(path, acme.session), 200) == second
 
 
+def test_the_agreement_history_is_paged_over_http(client: Client, acme: Tenant) -> None:
+    """decisions 9 on the history: ``limit`` and ``starting_after``, ``has_more``, refusals in the
+    envelope; ``current`` stays the newest on every page."""
+    path = f"/v1/apps/{acme.app_id}/agreement"
+    for n in range(3):
+        expect(client.patch(path, acme.session, {"text": f"Version {n}"}), 200)
+    first = expect(client.get(path, acme.session, limit="2"), 200)
+    assert [v["text"] for v in first["history"]] == ["Version 2", "Version 1"] and first["has_more"] is True
+    rest = expect(client.get(path, acme.session, starting_after=first["history"][-1]["id"]), 200)
+    assert [v["text"] for v in rest["history"]] == ["Version 0"] and rest["has_more"] is False
+    assert rest["current"] == first["current"] and first["current"]["text"] == "Version 2"
+    for bad in ("0", "101", "two", "2.0"):
+        refused = expect(client.get(path, acme.session, limit=bad), 400, "validation_error")
+        assert refused["error"]["param"] == "limit"
+    not_a_version = client.get(path, acme.session, starting_after=acme.app_id)
+    foreign = expect(not_a_version, 400, "invalid_starting_after")
+    assert foreign["error"]["param"] == "starting_after"
+
+
 def test_an_agreement_needs_text(client: Client, acme: Tenant) -> None:
     path = f"/v1/apps/{acme.app_id}/agreement"
     expect(client.patch(path, acme.session, {}), 400, "validation_error")

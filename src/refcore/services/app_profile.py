@@ -18,6 +18,7 @@ from refcore.rules.images import require_logo
 from refcore.services.access import require_app
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
+from refcore.services.version_history import VersionHistory, version_history
 from refcore.validation import require_text
 
 MAX_AGREEMENT = 100_000
@@ -48,14 +49,28 @@ def publish_agreement(rt: Runtime, principal: Principal, app_id: str, text: obje
     return rt.transaction(work)
 
 
-def agreement_history(rt: Runtime, principal: Principal, app_id: str) -> list[AgreementVersion]:
-    """Every published version, newest (current) first.
+def agreement_history(
+    rt: Runtime,
+    principal: Principal,
+    app_id: str,
+    *,
+    limit: object = None,
+    starting_after: str | None = None,
+) -> VersionHistory[AgreementVersion]:
+    """The current agreement and one page of every published version, newest first.
 
-    ``GET /v1/apps/:id/agreement``. Errors: ``app_not_found``."""
+    ``GET /v1/apps/:id/agreement``. Errors: ``app_not_found``, ``validation_error`` (``limit``),
+    ``invalid_starting_after``."""
 
-    def work(tx: Tx) -> list[AgreementVersion]:
+    def work(tx: Tx) -> VersionHistory[AgreementVersion]:
         require_app(tx, principal, app_id)
-        return list(reversed(tx.uow.agreement_versions.find_all({"app_id": app_id})))
+        return version_history(
+            tx.uow.agreement_versions,
+            {"app_id": app_id},
+            prefix="agr",
+            limit=limit,
+            starting_after=starting_after,
+        )
 
     return rt.read(work)
 

@@ -14,6 +14,7 @@ from refcore.services.access import require_app, require_program
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
+from refcore.services.version_history import VersionHistory, version_history
 from refcore.validation import require_bool, require_int, require_slug, require_text
 
 #: Settings a caller may change after creation. ``currency`` is fixed once money has moved.
@@ -235,13 +236,27 @@ def publish_terms(rt: Runtime, principal: Principal, program_id: str, text: obje
     return rt.transaction(work)
 
 
-def list_terms(rt: Runtime, principal: Principal, program_id: str) -> list[ProgramTerms]:
-    """Every published version, newest (current) first.
+def list_terms(
+    rt: Runtime,
+    principal: Principal,
+    program_id: str,
+    *,
+    limit: object = None,
+    starting_after: str | None = None,
+) -> VersionHistory[ProgramTerms]:
+    """The current terms and one page of every published version, newest first.
 
-    ``GET /v1/programs/:id/terms``. Errors: ``program_not_found``."""
+    ``GET /v1/programs/:id/terms``. Errors: ``program_not_found``, ``validation_error``
+    (``limit``), ``invalid_starting_after``."""
 
-    def work(tx: Tx) -> list[ProgramTerms]:
+    def work(tx: Tx) -> VersionHistory[ProgramTerms]:
         require_program(tx, principal, program_id)
-        return list(reversed(tx.uow.program_terms.find_all({"program_id": program_id})))
+        return version_history(
+            tx.uow.program_terms,
+            {"program_id": program_id},
+            prefix="trm",
+            limit=limit,
+            starting_after=starting_after,
+        )
 
     return rt.read(work)

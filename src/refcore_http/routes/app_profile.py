@@ -19,9 +19,11 @@ from refcore.representation import JsonObject, timestamp
 from refcore.services import app_profile, overview, setup_status
 from refcore.services.overview import Overview
 from refcore.services.setup_status import ModeSetup
+from refcore.services.version_history import VersionHistory
 from refcore_http.endpoints import (
     DEVELOPER,
     ENVIRONMENT,
+    PAGING,
     PUBLIC,
     Call,
     Endpoint,
@@ -75,12 +77,13 @@ def _logo(logo: AppLogo) -> JsonObject:
     }
 
 
-def _history(app_id: str, versions: list[AgreementVersion]) -> JsonObject:
+def _history(app_id: str, versions: VersionHistory[AgreementVersion]) -> JsonObject:
     return {
         "object": "app_agreement",
         "app_id": app_id,
-        "current": represent_agreement(versions[0]) if versions else None,
-        "history": [represent_agreement(v) for v in versions],
+        "current": represent_agreement(versions.current) if versions.current else None,
+        "history": [represent_agreement(v) for v in versions.page.data],
+        "has_more": versions.page.has_more,
     }
 
 
@@ -134,7 +137,14 @@ def _overview(figures: Overview) -> JsonObject:
 
 def show_agreement(call: Call) -> Reply:
     app_id = call.params["id"]
-    return ok(_history(app_id, app_profile.agreement_history(call.runtime, call.who, app_id)))
+    versions = app_profile.agreement_history(
+        call.runtime,
+        call.who,
+        app_id,
+        limit=call.query.get("limit"),
+        starting_after=call.query.get("starting_after"),
+    )
+    return ok(_history(app_id, versions))
 
 
 def publish_agreement(call: Call) -> Reply:
@@ -223,10 +233,11 @@ ROUTES = (
     Endpoint(
         "GET",
         "/v1/apps/:id/agreement",
-        "Read the App's current agreement and its history",
+        "Read the App's current agreement and a page of its history (newest first)",
         show_agreement,
         DEVELOPER,
         returns("AppAgreement"),
+        query=PAGING,
         tags=_TAGS,
     ),
     Endpoint(
@@ -364,6 +375,7 @@ SCHEMAS: dict[str, JsonObject] = {
             "app_id": STRING,
             "current": nullable(ref("AgreementVersion")),
             "history": {"type": "array", "items": ref("AgreementVersion")},
+            "has_more": BOOLEAN,
         }
     ),
     "AppLogo": shape(_LOGO_FIELDS),

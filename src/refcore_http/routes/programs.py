@@ -141,12 +141,19 @@ def _status_action(action: str) -> Any:
 
 def list_terms(call: Call) -> Reply:
     program_id = call.params["id"]
-    history = [represent(t) for t in programs.list_terms(call.runtime, call.who, program_id)]
+    versions = programs.list_terms(
+        call.runtime,
+        call.who,
+        program_id,
+        limit=call.query.get("limit"),
+        starting_after=call.query.get("starting_after"),
+    )
     body: JsonObject = {
         "object": "program_terms_history",
         "program_id": program_id,
-        "current": history[0] if history else None,
-        "history": history,
+        "current": represent(versions.current) if versions.current else None,
+        "history": [represent(t) for t in versions.page.data],
+        "has_more": versions.page.has_more,
     }
     return ok(body)
 
@@ -200,10 +207,11 @@ ROUTES = (
     Endpoint(
         "GET",
         "/v1/programs/:id/terms",
-        "Read the current terms and their history",
+        "Read the current terms and a page of their history (newest first)",
         list_terms,
         DEVELOPER,
         returns("ProgramTermsHistory"),
+        query=PAGING,
         tags=_TAGS,
     ),
     Endpoint(
