@@ -15,7 +15,13 @@ from refcore.errors import ValidationError
 E = TypeVar("E")
 
 MAX_TEXT = 255
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+#: A run of characters an address may hold between dots: no white space, control character, or
+#: character that means something in a mail header (RFC 5322's specials ``()<>[]:;@\,"``). An
+#: address is dot-separated runs, an ``@``, and a domain of at least two. Non-ASCII letters stay
+#: allowed (RFC 6531). The specials had passed: ``ally,boss@x.example`` was stored as one address
+#: and read by the mailer's ``To`` header as two recipients, ``<a>@x.example`` as ``a``.
+_EMAIL_RUN = r"[^\s\x00-\x1f\x7f()<>\[\]:;@\\,\".]+"
+_EMAIL = re.compile(rf"{_EMAIL_RUN}(?:\.{_EMAIL_RUN})*@{_EMAIL_RUN}(?:\.{_EMAIL_RUN})+")
 _SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 LINK_CODE = re.compile(r"^[a-z0-9_-]{3,64}$")
 

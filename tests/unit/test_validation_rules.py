@@ -59,6 +59,49 @@ def test_decisions_8_a_trailing_newline_is_not_a_valid_value(check: str, value: 
         validator(value)
 
 
+@pytest.mark.parametrize(
+    "address",
+    [
+        "ally,boss@x.example",  # read by a To header as two recipients
+        "<ally>@x.example",
+        "ally@<x.example>",
+        '"ally"@x.example',
+        "ally(comment)@x.example",
+        "ally;boss@x.example",
+        "ally:boss@x.example",
+        "al[ly]@x.example",
+        "al\\ly@x.example",
+        "al\x07ly@x.example",
+        "al\x7fly@x.example",
+        "ally@x",
+        "ally@.x.example",
+        "ally@x..example",
+        "ally@x.example.",
+        ".ally@x.example",
+        "ally.@x.example",
+        "al..ly@x.example",
+        "ally@@x.example",
+        "ally boss@x.example",
+    ],
+)
+def test_an_e_mail_address_with_a_header_special_or_an_empty_dot_run_is_refused(address: str) -> None:
+    from refcore import validation
+
+    with pytest.raises(ValidationError) as caught:
+        validation.require_email(address)
+    assert caught.value.param == "email"
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["a@b.co", "ally.boss+tag@mail.x.example", "o'neil@x.example", "élodie@exemple.fr", "a_b-c@x-y.example"],
+)
+def test_an_ordinary_e_mail_address_is_accepted_as_it_is(address: str) -> None:
+    from refcore import validation
+
+    assert validation.require_email(address) == address
+
+
 def test_decisions_2_link_code_with_a_trailing_newline_is_refused() -> None:
     rt, session, program = _program_with_session()
     affiliate = affiliates.add_program_affiliate(rt, session, program.id, "a@example.com", "A")
