@@ -22,6 +22,8 @@ M = TypeVar("M")
 
 @frozen
 class VersionHistory(Generic[M]):
+    """What a read of the history answers: the current version and the page asked for."""
+
     #: The newest version, or ``None`` before the first is published.
     current: M | None
     #: One page of every version, newest first.
