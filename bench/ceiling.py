@@ -2,9 +2,9 @@
 
 It runs under exactly the uvicorn call ``refcore serve`` makes (:func:`refcore_http.cli.serve`):
 one process, uvicorn's default loop and HTTP implementation, ``proxy_headers=False``,
-``server_header=False``, the same log level and the access log off where that level would drop
-its lines (:func:`refcore_http.logs.access_log_shown`), so the ratio to it measures what
-refcore adds on top of the stack it stands on, nothing else.
+``server_header=False``, refcore's default keep-alive timeout, the same log level and the access
+log off where that level would drop its lines (:func:`refcore_http.logs.access_log_shown`), so
+the ratio to it measures what refcore adds on top of the stack it stands on, nothing else.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from refcore_http.logs import access_log_shown
+from refcore_http.settings import Settings
 
 
 async def answer(_request: Request) -> JSONResponse:
@@ -40,6 +41,7 @@ def main() -> None:
         port=args.port,
         proxy_headers=False,
         server_header=False,
+        timeout_keep_alive=Settings().keep_alive_seconds,
         log_level=args.log_level,
         access_log=access_log_shown(args.log_level),
     )
