@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 
 from attrs import evolve, frozen
 
@@ -273,12 +274,10 @@ def mark_paid(
         program = operator_program(
             tx, principal, affiliate.program_id, as_resource=("program_affiliate", program_affiliate_id)
         )
-        for candidate in tx.uow.payout_executions.find_all(
-            {"program_affiliate_id": affiliate.id, "status": PayoutExecutionStatus.READY}
-        ):
-            # Lock, then look again: a concurrent report may have settled it meanwhile.
-            execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
-            if execution is not None and execution.status is PayoutExecutionStatus.READY:
+        ready = {"program_affiliate_id": affiliate.id, "status": PayoutExecutionStatus.READY}
+        for execution in _locked_executions(tx, ready):
+            # Looked at again once locked: a concurrent report may have settled it meanwhile.
+            if execution.status is PayoutExecutionStatus.READY:
                 _require_expected_amount(affiliate, execution.amount, expected)
                 return complete(tx, execution, idempotency_key=None, manual=True)
         _lock_before_funds(tx, affiliate)
@@ -441,7 +440,7 @@ def dispatch_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchVie
     def work(tx: Tx) -> BatchView:
         batch = _prepared_batch(tx, principal, batch_id)
         executions = []
-        for execution in _locked_executions(tx, batch):
+        for execution in _locked_executions(tx, {"batch_id": batch.id}):
             if execution.status is PayoutExecutionStatus.PREPARED:
                 execution = evolve(execution, status=PayoutExecutionStatus.READY)
                 tx.uow.payout_executions.replace(execution)
@@ -474,7 +473,7 @@ def cancel_batch(rt: Runtime, principal: Principal, batch_id: str) -> BatchView:
         batch = _prepared_batch(tx, principal, batch_id)
         executions = [
             cancel(tx, execution) if execution.status is PayoutExecutionStatus.PREPARED else execution
-            for execution in _locked_executions(tx, batch)
+            for execution in _locked_executions(tx, {"batch_id": batch.id})
         ]
         batch = evolve(batch, status=PayoutBatchStatus.CANCELED, canceled_at=tx.now)
         tx.uow.payout_batches.replace(batch)
@@ -491,10 +490,11 @@ def _prepared_batch(tx: Tx, principal: Principal, batch_id: str) -> PayoutBatch:
     return batch
 
 
-def _locked_executions(tx: Tx, batch: PayoutBatch) -> list[PayoutExecution]:
-    """The batch's executions, each row-locked before it is read, as a report locks it."""
+def _locked_executions(tx: Tx, where: Mapping[str, object]) -> list[PayoutExecution]:
+    """The executions ``where`` finds, each row-locked and then read again, as a report locks
+    it: what a caller then decides from is their state under the lock, not before it."""
     executions = []
-    for candidate in tx.uow.payout_executions.find_all({"batch_id": batch.id}):
+    for candidate in tx.uow.payout_executions.find_all(where):
         execution = tx.uow.payout_executions.get(candidate.id, for_update=True)
         assert execution is not None
         executions.append(execution)
