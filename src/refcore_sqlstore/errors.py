@@ -4,6 +4,14 @@
   deadlock, or an SQLite lock still held after the busy timeout are lost races:
   :class:`refcore.errors.ConcurrentWrite`, which makes ``Runtime.transaction`` run the unit of work
   again (and the second run sees the winner's row, turning a duplicate into a replay).
+- A PostgreSQL statement prepared before a migration changed the type of a column it returns
+  (``cached plan must not change result type``) is stale, not wrong: the unit of work discards
+  its connection (:class:`~refcore_sqlstore.unit_of_work.SqlUnitOfWork`), with every statement
+  prepared on it, and the error is a :class:`refcore.errors.ConcurrentWrite` too, so a write
+  runs again on another connection. A read fails once, answered ``500``; the next one on that
+  connection's replacement prepares the statement anew. Without this, a read kept failing on
+  that connection until the server restarted: a read ends in no rollback, which is what makes
+  psycopg forget a connection's prepared statements (:mod:`refcore_sqlstore.postgres_reads`).
 - Anything else (an unreachable server, a broken check constraint) is a fault the caller cannot
   fix: :class:`refcore.errors.InternalError`, whose message names no table, value or secret. The
   database error stays attached as ``__cause__`` for the server's log; the engine is created with
@@ -51,6 +59,28 @@ def is_lost_race(error: BaseException) -> bool:
     return False
 
 
+#: Where PostgreSQL raises a stale prepared statement's error: its message is translated with
+#: the server's ``lc_messages``, the function that raises it is not.
+_STALE_PLAN_SOURCE = "RevalidateCachedQuery"
+
+
+def is_stale_plan(error: BaseException) -> bool:
+    """Whether ``error``, or what it was translated or wrapped from, is PostgreSQL refusing a
+    prepared statement whose result type a schema change altered (see the module docstring)."""
+    seen = 0
+    current: BaseException | None = error
+    while current is not None and seen < 4:
+        if isinstance(current, psycopg.errors.FeatureNotSupported):
+            source = current.diag.source_function
+            if source is None:  # a server or proxy that names no source: the English message
+                return str(current).startswith("cached plan must not change result type")
+            return source == _STALE_PLAN_SOURCE
+        original = getattr(current, "orig", None) if isinstance(current, exc.SQLAlchemyError) else None
+        current = original if isinstance(original, BaseException) else current.__cause__
+        seen += 1
+    return False
+
+
 def translate(error: exc.SQLAlchemyError | sqlite3.Error | psycopg.Error) -> Exception:
     """The core error for a database error (see the module docstring): one that SQLAlchemy
     wrapped, or one the driver raised for a statement sent to it directly (``BEGIN`` and the
@@ -58,6 +88,8 @@ def translate(error: exc.SQLAlchemyError | sqlite3.Error | psycopg.Error) -> Exc
     original = getattr(error, "orig", None) if isinstance(error, exc.SQLAlchemyError) else error
     if original is not None and is_lost_race(original):
         return ConcurrentWrite("a concurrent transaction changed the same records; run the work again")
+    if original is not None and is_stale_plan(original):
+        return ConcurrentWrite("a statement prepared before the schema changed; run the work again")
     return InternalError("The database could not complete the operation")
 
 

@@ -53,7 +53,7 @@ from refcore.models.processor import ProcessorConnection
 from refcore.models.signup import PendingSignup, RateLimitCounter
 from refcore.ports.lookups import Found, Lookup
 from refcore_sqlstore import lookups as joined_lookups
-from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.errors import database_errors, is_stale_plan
 from refcore_sqlstore.kept_connections import KeptConnections
 from refcore_sqlstore.ledger import SqlLedgerReads
 from refcore_sqlstore.mapping import RowMapper
@@ -218,6 +218,8 @@ class SqlUnitOfWork:
         if connection is None:
             return
         self._forget_repositories()
+        if exc is not None and is_stale_plan(exc):
+            connection.invalidate()  # and with it the statements prepared on it (errors.py)
         try:
             with database_errors():
                 self._release(connection)

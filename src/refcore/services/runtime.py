@@ -71,17 +71,25 @@ class _SharedRead:
         if self._uow is None:
             self._uow = self._stack.enter_context(factory())
         self._running += 1
+        failure: BaseException | None = None
         try:
             yield self._uow
-        except BaseException:
+        except BaseException as error:
             # As a read of its own would: whatever failed ends with its unit of work (a failed
-            # statement leaves a PostgreSQL transaction unusable), and a later read starts afresh.
+            # statement leaves a PostgreSQL transaction unusable), which hears what failed, and
+            # a later read starts afresh.
             self._ending = True
+            failure = error
             raise
         finally:
             self._running -= 1
             if self._ending and not self._running:
-                self.close()
+                self._end(failure)
+
+    @property
+    def holds_unit_of_work(self) -> bool:
+        """Whether the block's unit of work is open (a read of it is still running)."""
+        return self._uow is not None
 
     def end(self) -> None:
         """End the unit of work once no read uses it (a write committed: later reads must see it)."""
@@ -138,9 +146,9 @@ class _SharedWrite(_SharedRead):
         else:
             self.close()
 
-    def close(self) -> None:
+    def _end(self, error: BaseException | None) -> None:
         self.open = False
-        super().close()
+        super()._end(error)
 
 
 _SHARED_WRITE: ContextVar[_SharedWrite | None] = ContextVar("refcore_shared_write", default=None)
@@ -365,17 +373,39 @@ class Runtime:
     def read(self, work: Callable[[Tx], T]) -> T:
         """A read-only unit of work: nothing is committed. Inside :meth:`shared_read`, the
         block's unit of work, with a ``now`` of this read's own; inside :meth:`read_then_write`,
-        the unit of work the block's transaction will commit."""
-        opened: AbstractContextManager[UnitOfWork]
+        the unit of work the block's transaction will commit.
+
+        A read that fails with :class:`~refcore.errors.ConcurrentWrite` runs once more, in a
+        new unit of work, if its own ended with the failure (not when a read around it in the
+        same block still holds it). A read races no one, but a store may still say so: on
+        PostgreSQL a statement prepared on the connection before a migration changed a column's
+        type (``refcore_sqlstore.errors``), whose connection is discarded with the failure."""
+        for attempt in range(2):
+            shared = self._shared_for_read()
+            try:
+                return self._read_in(shared, work)
+            except ConcurrentWrite:
+                if attempt or (shared is not None and shared.holds_unit_of_work):
+                    raise
+            self.pause(0)
+        raise InternalError("unreachable: the second attempt returned or raised")
+
+    def _shared_for_read(self) -> _SharedRead | None:
+        """The block whose unit of work a read joins now, if any (see :meth:`read`)."""
         shared_write = _SHARED_WRITE.get()
-        shared = _SHARED_READ.get()
-        factory = self.read_unit_of_work or self.unit_of_work
         if shared_write is not None and shared_write.runtime is self and shared_write.open:
-            opened = shared_write.reading(self.unit_of_work)
-        elif shared is not None and shared.runtime is self:
-            opened = shared.reading(factory)
+            return shared_write
+        shared = _SHARED_READ.get()
+        return shared if shared is not None and shared.runtime is self else None
+
+    def _read_in(self, shared: _SharedRead | None, work: Callable[[Tx], T]) -> T:
+        opened: AbstractContextManager[UnitOfWork]
+        if isinstance(shared, _SharedWrite):
+            opened = shared.reading(self.unit_of_work)
+        elif shared is not None:
+            opened = shared.reading(self.read_unit_of_work or self.unit_of_work)
         else:
-            opened = factory()
+            opened = (self.read_unit_of_work or self.unit_of_work)()
         with opened as uow:
             uow = checking(uow, _check_of(self))
             return work(
