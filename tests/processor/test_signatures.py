@@ -160,6 +160,28 @@ def test_a_missing_or_malformed_signature_header_is_refused(
     assert _payments(client, acme.test_key) == []
 
 
+@pytest.mark.parametrize("header", ["t=abc,v1=00", "t=1,t=2,v1=00", "v1=00"])
+def test_a_malformed_header_answers_alike_whether_or_not_the_account_is_connected(
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation, header: str
+) -> None:
+    """docs/processor.md: the route is no oracle for which accounts are connected. The header's
+    form is checked before the connection is looked up, so its refusal cannot differ by account."""
+    answers = []
+    for account in (installation.account, new_installation().account):
+        body = payloads.encode(
+            payloads.event(
+                "charge.succeeded",
+                payloads.charge(charge_id="ch_oracle", amount=100, created=clock.now()),
+                account=account,
+                livemode=False,
+                created=clock.now(),
+            )
+        )
+        response = post_event(client, body, header)
+        answers.append((response.status_code, expect(response, 400, "invalid_signature")))
+    assert answers[0] == answers[1]
+
+
 def test_one_matching_signature_among_several_is_enough(
     client: Client, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:

@@ -39,6 +39,7 @@ from refcore_http.processor.signature import (
     UNVERIFIED,
     SignatureRefused,
     header_missing,
+    signed_at,
     verify_signature,
 )
 from refcore_http.processor.stripe_events import parse_event, routing_of
@@ -159,6 +160,13 @@ def receive_processor_event(call: Call) -> Reply:
         missing = header_missing()
         _refused(missing.check)
         raise missing
+    try:
+        # The header's form before the connection: refused later, a malformed ``t=`` had told
+        # whether the account named is connected (its own message only where it is).
+        signed_at(header)
+    except SignatureRefused as refused:
+        _refused(refused.check)
+        raise
     values = decode_object(call.raw_body, call.headers.get("content-type"))
     routing = routing_of(values)
     if routing is None:
