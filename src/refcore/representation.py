@@ -251,6 +251,7 @@ def _dispute(obj: Dispute) -> JsonObject:
         transaction_id=obj.transaction_id,
         status=obj.status.value,
         amount=obj.amount,
+        inquiry=obj.inquiry,
         updated_at=timestamp(obj.updated_at),
     )
 

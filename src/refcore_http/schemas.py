@@ -238,6 +238,7 @@ OBJECTS: dict[str, JsonObject] = {
         transaction_id=STRING,
         status=enum("opened", "won", "withdrawn", "lost", "funds_reinstated"),
         amount=INTEGER,
+        inquiry=BOOLEAN,
         updated_at=TIMESTAMP,
     ),
     "PaymentOrRefund": {"anyOf": [ref("Transaction"), ref("Refund")]},

@@ -377,6 +377,7 @@ disputes = Table(
     _int("amount"),
     _time("created_at"),
     _time("updated_at"),
+    _bool("inquiry"),
     UniqueConstraint("app_id", "mode", "dispute_id"),
     *_activity_indexes("transaction_id", "payment_id", "status"),
     _mode_check(),

@@ -244,9 +244,10 @@ class World:
         amount: object,
         *,
         mode: Mode = LIVE,
+        inquiry: bool = False,
     ) -> Recorded:
         report = DisputeReport(
-            dispute_id=dispute_id, payment_id=payment_id, status=str(status), amount=amount
+            dispute_id=dispute_id, payment_id=payment_id, status=str(status), amount=amount, inquiry=inquiry
         )
         return revenue.report_dispute(self.rt, self.scope(mode), report)
 

@@ -47,3 +47,41 @@ def test_interface_3_1_a_dispute_starts_as_opened_or_a_terminal_status_never_as_
 
 def test_interface_3_1_rule_4_only_opened_and_lost_consume_the_payment() -> None:
     assert {s for s in DisputeStatus if consumes(s)} == {OP, L}
+
+
+# -- a processor's inquiry ---------------------------------------------------------------------
+
+
+def test_an_open_inquiry_consumes_nothing_and_a_lost_one_consumes() -> None:
+    assert {s for s in DisputeStatus if consumes(s, inquiry=True)} == {L}
+
+
+def test_an_open_inquiry_reported_as_a_chargeback_escalates() -> None:
+    assert classify_report(OP, OP, current_inquiry=True, reported_inquiry=False) is Move.ESCALATE
+
+
+@pytest.mark.parametrize(
+    ("current_inquiry", "reported_inquiry"), [(True, True), (False, True), (False, False)]
+)
+def test_every_other_opened_report_on_an_opened_dispute_is_unchanged(
+    current_inquiry: bool, reported_inquiry: bool
+) -> None:
+    """A repeated inquiry report is a replay, and a late one never turns a chargeback back."""
+    move = classify_report(OP, OP, current_inquiry=current_inquiry, reported_inquiry=reported_inquiry)
+    assert move is Move.UNCHANGED
+
+
+@pytest.mark.parametrize(
+    ("current", "reported", "move"),
+    [case for case in CASES if case[:2] != (OP, OP)],  # opened -> opened: the escalation, above
+    ids=lambda v: getattr(v, "value", v),
+)
+def test_an_inquiry_moves_through_the_table_like_any_dispute_but_its_escalation(
+    current: DisputeStatus, reported: DisputeStatus, move: Move
+) -> None:
+    for current_inquiry in (False, True):
+        for reported_inquiry in (False, True):
+            got = classify_report(
+                current, reported, current_inquiry=current_inquiry, reported_inquiry=reported_inquiry
+            )
+            assert got is move

@@ -85,3 +85,8 @@ class Dispute:
     amount: int
     created_at: datetime
     updated_at: datetime
+    #: Reported by the payment processor as an inquiry (a retrieval request: the card issuer
+    #: asks, no money has moved) and not, or not yet, as a chargeback. Open, it holds the
+    #: commission like any open dispute but consumes none of the payment, so that a refund made
+    #: meanwhile is recorded (``refcore.rules.disputes``). Never set by the API.
+    inquiry: bool = False

@@ -80,6 +80,8 @@ class ProcessorDispute:
     amount: int
     status: DisputeStatus
     currency: str
+    #: The processor's status was an inquiry's (:attr:`refcore.models.Dispute.inquiry`).
+    inquiry: bool = False
 
 
 ProcessorChange = ProcessorPayment | ProcessorRefund | ProcessorDispute
@@ -151,6 +153,7 @@ def apply_change(rt: Runtime, scope: Scope, change: ProcessorChange) -> Recorded
             status=change.status.value,
             amount=change.amount,
             currency=change.currency,
+            inquiry=change.inquiry,
         ),
         source=source,
     )

@@ -83,6 +83,8 @@ class DisputeReport:
     amount: object
     #: As :attr:`RefundReport.currency`: the processor's, compared with the payment's.
     currency: object = None
+    #: The processor reports an inquiry, not a chargeback (:attr:`refcore.models.Dispute.inquiry`).
+    inquiry: bool = False
 
 
 # -- payments --------------------------------------------------------------------------------
@@ -453,12 +455,15 @@ def report_dispute(
             )
         return existing
 
+    def move_of(existing: Dispute) -> dispute_rules.Move:
+        return dispute_rules.classify_report(
+            existing.status, status, current_inquiry=existing.inquiry, reported_inquiry=report.inquiry
+        )
+
     def work(tx: Tx) -> Recorded:
         where = {"app_id": scope.app_id, "mode": scope.mode, "dispute_id": dispute_id}
         stored = same_identity(tx.uow.disputes.find_one(where))
-        if stored is not None and (
-            dispute_rules.classify_report(stored.status, status) is dispute_rules.Move.UNCHANGED
-        ):
+        if stored is not None and move_of(stored) is dispute_rules.Move.UNCHANGED:
             # A replay is answered from the stored dispute before anything else is checked, as
             # payments and refunds are: a stored answer never changes (e.g. after a processor
             # connection refuses new API revenue).
@@ -468,22 +473,30 @@ def report_dispute(
         # Read again under the payment's lock: a concurrent report may have just created it, and
         # perhaps for another payment (a different lock), so its identity is checked again.
         existing = same_identity(tx.uow.disputes.find_one(where, for_update=True))
-        move = None if existing is None else dispute_rules.classify_report(existing.status, status)
+        move = None if existing is None else move_of(existing)
         if move is not dispute_rules.Move.UNCHANGED:  # a replay is answered before any other check
             _require_payment_currency(payment, currency)
         if existing is None:
-            return _open_dispute(tx, scope, payment, dispute_id, status, amount)
-        return _advance_dispute(tx, payment, existing, status)
+            return _open_dispute(tx, scope, payment, dispute_id, status, amount, inquiry=report.inquiry)
+        return _advance_dispute(tx, payment, existing, status, inquiry=report.inquiry)
 
     return rt.transaction(work)
 
 
 def _open_dispute(
-    tx: Tx, scope: Scope, payment: Payment, dispute_id: str, status: DisputeStatus, amount: int
+    tx: Tx,
+    scope: Scope,
+    payment: Payment,
+    dispute_id: str,
+    status: DisputeStatus,
+    amount: int,
+    *,
+    inquiry: bool,
 ) -> Recorded:
     if status not in dispute_rules.INITIAL_STATUSES:
         raise DisputeConflict(f"A dispute cannot start as {status.value}", param="status")
-    if dispute_rules.consumes(status):
+    inquiry = inquiry and status is not DisputeStatus.LOST  # lost, it took money: a chargeback
+    if dispute_rules.consumes(status, inquiry=inquiry):
         require_within_payment(payment, amount)
     else:
         require_dispute_within_payment(payment, amount)
@@ -498,18 +511,23 @@ def _open_dispute(
         amount=amount,
         created_at=tx.now,
         updated_at=tx.now,
+        inquiry=inquiry,
     )
     tx.uow.disputes.add(dispute)
     before = payment
-    payment = _apply_to_payment(payment, None, status, amount)
+    payment = _apply_to_payment(payment, None, dispute, amount)
     tx.uow.payments.replace(payment)
     if status is DisputeStatus.LOST:
         rebalance(tx, before, payment, dispute.id)
     return Recorded(dispute, created=True)
 
 
-def _advance_dispute(tx: Tx, payment: Payment, dispute: Dispute, status: DisputeStatus) -> Recorded:
-    move = dispute_rules.classify_report(dispute.status, status)
+def _advance_dispute(
+    tx: Tx, payment: Payment, dispute: Dispute, status: DisputeStatus, *, inquiry: bool
+) -> Recorded:
+    move = dispute_rules.classify_report(
+        dispute.status, status, current_inquiry=dispute.inquiry, reported_inquiry=inquiry
+    )
     if move is dispute_rules.Move.UNCHANGED:
         return Recorded(dispute, created=False)
     if move is dispute_rules.Move.CONFLICT:
@@ -517,28 +535,36 @@ def _advance_dispute(tx: Tx, payment: Payment, dispute: Dispute, status: Dispute
             f"Dispute {dispute.dispute_id} is {dispute.status.value}; it cannot become {status.value}",
             param="status",
         )
+    # An inquiry stops being one once it takes money: escalated to a chargeback, or lost.
+    escalated = move is dispute_rules.Move.ESCALATE or status is DisputeStatus.LOST
+    still_inquiry = dispute.inquiry and not escalated
+    moved = evolve(dispute, status=status, updated_at=tx.now, inquiry=still_inquiry)
+    if not _consumes(dispute) and _consumes(moved):
+        require_within_payment(payment, dispute.amount)  # refunds made during an inquiry count
     before = payment
-    payment = _apply_to_payment(payment, dispute.status, status, dispute.amount)
+    payment = _apply_to_payment(payment, dispute, moved, dispute.amount)
     tx.uow.payments.replace(payment)
-    dispute = evolve(dispute, status=status, updated_at=tx.now)
-    tx.uow.disputes.replace(dispute)
+    tx.uow.disputes.replace(moved)
     if status in (DisputeStatus.LOST, DisputeStatus.FUNDS_REINSTATED):
-        rebalance(tx, before, payment, dispute.id)
-    return Recorded(dispute, created=False)
+        rebalance(tx, before, payment, moved.id)
+    return Recorded(moved, created=False)
 
 
-def _apply_to_payment(
-    payment: Payment, before: DisputeStatus | None, after: DisputeStatus, amount: int
-) -> Payment:
-    """Move the payment's running dispute totals from one dispute status to the next."""
+def _consumes(dispute: Dispute) -> bool:
+    return dispute_rules.consumes(dispute.status, inquiry=dispute.inquiry)
 
-    def weight(status: DisputeStatus | None) -> tuple[int, int, int]:
-        if status is None:
+
+def _apply_to_payment(payment: Payment, before: Dispute | None, after: Dispute, amount: int) -> Payment:
+    """Move the payment's running dispute totals from a dispute's state (``None``: not yet
+    recorded) to the next."""
+
+    def weight(dispute: Dispute | None) -> tuple[int, int, int]:
+        if dispute is None:
             return (0, 0, 0)
         return (
-            amount if dispute_rules.consumes(status) else 0,
-            amount if status is DisputeStatus.LOST else 0,
-            1 if status is DisputeStatus.OPENED else 0,
+            amount if _consumes(dispute) else 0,
+            amount if dispute.status is DisputeStatus.LOST else 0,
+            1 if dispute.status is DisputeStatus.OPENED else 0,
         )
 
     (d0, l0, o0), (d1, l1, o1) = weight(before), weight(after)

@@ -29,7 +29,10 @@ Dispute statuses map by the dispute object, not only by the event name, so that 
 repeated event can never move a dispute backwards: ``needs_response``, ``under_review`` and the
 inquiry statuses ``warning_needs_response`` / ``warning_under_review`` are ``opened``; ``won`` is
 ``won``; ``lost`` is ``lost``; ``warning_closed`` (an inquiry that never became a chargeback),
-``prevented`` and ``charge_refunded`` are ``withdrawn``. ``charge.dispute.funds_reinstated`` of a
+``prevented`` and ``charge_refunded`` are ``withdrawn``. An inquiry is reported as one
+(``inquiry``): open, it holds the commission without consuming the payment, so a refund made
+during it is recorded; reported later as ``needs_response`` or ``under_review`` it has escalated
+to a chargeback, which consumes its amount. ``charge.dispute.funds_reinstated`` of a
 ``lost`` dispute is ``funds_reinstated``; of a ``won`` one (the usual case: the funds withdrawn
 when it opened come back), it is ``won``.
 
@@ -83,6 +86,11 @@ _DISPUTE_STATUS: dict[str, DisputeStatus] = {
     "prevented": DisputeStatus.WITHDRAWN,
     "charge_refunded": DisputeStatus.WITHDRAWN,
 }
+
+
+#: The statuses of an inquiry (a retrieval request; no money has moved): an ``opened`` one
+#: holds the commission and consumes nothing of the payment (``refcore.rules.disputes``).
+_INQUIRY_STATUSES = frozenset({"warning_needs_response", "warning_under_review", "warning_closed"})
 
 
 @frozen
@@ -229,5 +237,6 @@ def _dispute(dispute: stripe.Dispute, event_type: str) -> list[ProcessorChange]:
             amount=dispute.amount,
             status=status,
             currency=_currency(dispute),
+            inquiry=str(dispute.status) in _INQUIRY_STATUSES,
         )
     ]
