@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attrs import evolve
 
+from refcore.credentials import shown
 from refcore.errors import NotFound, StateConflict, ValidationError
 from refcore.models import AffiliateStatus, EventType, Link, ProgramAffiliate
 from refcore.representation import represent
@@ -177,7 +178,7 @@ def create_link_in(tx: Tx, affiliate: ProgramAffiliate, code: str | None, name: 
     if code is None:
         code = tx.new_id("x")[-10:]
     elif tx.uow.links.find_one({"code": code}) is not None:
-        raise ValidationError(f"code {code} is taken", param="code")
+        raise ValidationError(f"code {shown(code)} is taken", param="code")
     link = Link(
         id=tx.new_id("lnk"),
         app_id=affiliate.app_id,
