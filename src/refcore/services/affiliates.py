@@ -12,7 +12,14 @@ from refcore.services.access import require_program, require_program_affiliate
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import optional_text, require_choice, require_email, require_link_code, require_text
+from refcore.validation import (
+    optional_text,
+    require_choice,
+    require_email,
+    require_line,
+    require_link_code,
+    require_text,
+)
 
 
 def emit_affiliate_event(tx: Tx, type: EventType, affiliate: ProgramAffiliate) -> None:
@@ -56,7 +63,7 @@ def add_program_affiliate(
     program), ``program_not_found``."""
     program_ref = require_text(program_id, param="program_id")
     address = require_email(email).strip().lower()
-    display = require_text(name, param="name")
+    display = require_line(name, param="name")
 
     def work(tx: Tx) -> ProgramAffiliate:
         program = require_program(tx, principal, program_ref)
