@@ -1,9 +1,28 @@
-"""Credentials: generated here, shown once, stored only as SHA-256 digests."""
+"""Credentials: generated here, shown once, stored only as SHA-256 digests.
+
+Also where a credential is recognized, so that nothing refcore writes back (an error's message,
+interface 5.3) or logs (``refcore_http.logs``) quotes one that a caller pasted where an ID, a
+code or a query parameter belonged. One recognizer for both, so that they cannot disagree.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets as _random
+
+#: The word every credential refcore issues starts with, before an underscore: API keys
+#: (``key_app_``, ``key_test_app_``, ``key_managed_``, ``key_test_managed_``, ``key_aff_``),
+#: dashboard sessions (``sess_``), hosted-signup confirmation tokens (``join_``) and webhook
+#: signing secrets (``whsec_``).
+CREDENTIAL_WORDS = ("key", "sess", "join", "whsec")
+
+#: What a credential reads as where refcore would have written it: a log line, a message.
+REDACTED = "[redacted]"
+
+#: A credential's start with no letter or digit just before it: ``akey_…``, an API key's ID, is
+#: no credential. Searched in lower-cased text, so ``KEY_APP_…`` is a credential too.
+_CREDENTIAL = re.compile(rf"(?<![0-9a-z])(?:{'|'.join(CREDENTIAL_WORDS)})_")
 
 
 def new_secret(prefix: str) -> str:
@@ -12,3 +31,25 @@ def new_secret(prefix: str) -> str:
 
 def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def holds_credential(text: str) -> bool:
+    """Whether ``text`` (already decoded) may hold a credential refcore issued.
+
+    Shaped like one is enough, and no lookup is needed: refcore's own IDs never read this way
+    (``akey_…``, ``clk_…``), so what does is most likely a secret sent in the wrong place. A
+    false alarm (a link code ``spring_sale_key_2``) costs only the value's echo in a message."""
+    return _CREDENTIAL.search(text.lower()) is not None
+
+
+def quotable(value: object) -> bool:
+    """Whether a message may quote ``value``, a caller's ID, code or name: a string that
+    :func:`holds_credential` does not recognize. Messages leave out any other."""
+    return isinstance(value, str) and not holds_credential(value)
+
+
+def shown(value: str) -> str:
+    """``value`` as a message or a ``param`` may quote it: itself, or :data:`REDACTED` when it
+    is shaped like a credential, for a message whose sentence needs the value in it (``code …
+    is taken``) rather than leaving it out."""
+    return value if quotable(value) else REDACTED

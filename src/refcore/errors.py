@@ -5,12 +5,17 @@ Every failure the domain can report is a :class:`RefcoreError` carrying a stable
 at fault. The core knows nothing of HTTP: adapters map each :class:`ErrorKind` to their
 own vocabulary (the HTTP adapter maps kinds to status codes in one table).
 
-Messages never contain secrets: callers pass identifiers and field names only.
+Messages never contain secrets: callers pass identifiers and field names only, and a message
+that quotes what a caller sent (an ID, a code, ``via``) leaves it out when it is shaped like a
+credential (:func:`refcore.credentials.quotable`): a key pasted where its ID belongs is not
+written back in the answer, as the access log does not write it either.
 """
 
 from __future__ import annotations
 
 import enum
+
+from refcore.credentials import quotable
 
 
 class ErrorKind(enum.Enum):
@@ -119,7 +124,9 @@ class NotFound(RefcoreError):
 
     @classmethod
     def of(cls, resource: str, resource_id: str | None = None) -> NotFound:
-        detail = f": {resource_id}" if resource_id else ""
+        """``No such <resource>: <resource_id>``, without the ID when there is none or it is a
+        secret sent in its place (``DELETE /v1/api-keys/key_app_…``)."""
+        detail = f": {resource_id}" if resource_id and quotable(resource_id) else ""
         return cls(f"No such {resource.replace('_', ' ')}{detail}", code=f"{resource}_not_found")
 
 

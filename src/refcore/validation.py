@@ -24,6 +24,11 @@ _EMAIL_RUN = r"[^\s\x00-\x1f\x7f()<>\[\]:;@\\,\".]+"
 _EMAIL = re.compile(rf"{_EMAIL_RUN}(?:\.{_EMAIL_RUN})*@{_EMAIL_RUN}(?:\.{_EMAIL_RUN})+")
 _SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 LINK_CODE = re.compile(r"^[a-z0-9_-]{3,64}$")
+#: What one line of text may not hold: a control character (Unicode category Cc, U+0000 to U+001F
+#: and U+007F to U+009F: CR, LF, TAB, ESC, NEL…) or a line or paragraph separator (U+2028,
+#: U+2029). Each breaks or hides the line where the text is shown again: a person's name put
+#: into an e-mail could start a paragraph of its own, into a CSV row a row of its own.
+_NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def require_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> str:
@@ -56,6 +61,22 @@ def optional_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> s
     if value is None:
         return None
     return require_text(value, param=param, max_length=max_length)
+
+
+def require_line(value: object, *, param: str, max_length: int = MAX_TEXT) -> str:
+    """:func:`require_text` that is one line: no control character or line separator.
+
+    For a person's or an affiliate's name, which refcore and the Developer show to others (the
+    dashboard, payout exports, mail): probe J sent a join request whose ``name`` was a whole
+    phishing message, lines and all, and the confirmation mail began with it."""
+    text = require_text(value, param=param, max_length=max_length)
+    if _NOT_ONE_LINE.search(text) is not None:
+        raise ValidationError(f"{param} must be one line of text, without control characters", param=param)
+    return text
+
+
+def optional_line(value: object, *, param: str, max_length: int = MAX_TEXT) -> str | None:
+    return None if value is None else require_line(value, param=param, max_length=max_length)
 
 
 def optional_ip_address(value: object, *, param: str) -> str | None:

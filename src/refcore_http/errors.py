@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from refcore.errors import ErrorKind, RateLimited, RefcoreError
 from refcore_http.json_response import JsonResponse
+from refcore_http.logs import redacted
 
 log = logging.getLogger("refcore_http")
 
@@ -67,7 +68,8 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
             405, "method_not_allowed", f"{request.method} is not allowed here", headers=headers
         )
     if exc.status_code == 404:
-        return error_response(404, "not_found", f"No route for {request.url.path}", headers=headers)
+        # The path as the access log writes it: a key pasted into a URL is not sent back.
+        return error_response(404, "not_found", f"No route for {redacted(request.url.path)}", headers=headers)
     # Starlette raises nothing else on refcore's routes; keep the status, use a catalog code.
     code = "internal_error" if exc.status_code >= 500 else "validation_error"
     return error_response(exc.status_code, code, str(exc.detail), headers=headers)

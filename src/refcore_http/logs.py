@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, unquote_plus
 
+from refcore.credentials import CREDENTIAL_WORDS, REDACTED, holds_credential
+
 #: The loggers refcore writes to; their children (``refcore.webhooks``) follow them.
 REFCORE_LOGGERS = ("refcore", "refcore_http")
 
@@ -46,19 +48,13 @@ def access_log_shown(level: str) -> bool:
     return logging.getLevelNamesMapping()[level.upper()] <= logging.INFO
 
 
-#: What a credential (or the value of a parameter named like one) reads as in a log line.
-REDACTED = "[redacted]"
-
-#: The start of every credential refcore issues (interface 5.3: none may reach a log): API keys
-#: (``key_app_``, ``key_test_app_``, ``key_managed_``, ``key_test_managed_``, ``key_aff_``),
-#: dashboard sessions (``sess_``), hosted-signup confirmation tokens (``join_``) and webhook
-#: signing secrets (``whsec_``), with no letter or digit just before it: ``akey_…``, an API
-#: key's ID, is no credential. Searched in decoded, lower-cased text (:func:`_holds_credential`),
-#: so ``key%5Fapp%5F…`` and ``KEY_APP_…`` are credentials too.
-_CREDENTIAL = re.compile(r"(?<![0-9a-z])(?:key|sess|join|whsec)_")
 #: Whether a raw (still percent-encoded) lower-cased path may hold a credential: only then are
-#: its segments decoded and looked at one by one.
-_MAYBE_CREDENTIAL = re.compile(r"(?:key|sess|join|whsec)(?:_|%5f)")
+#: its segments decoded and looked at one by one, with :func:`refcore.credentials.holds_credential`
+#: (interface 5.3: no credential refcore issues may reach a log), the recognizer that also keeps
+#: them out of error messages. Decoded and lower-cased, ``key%5Fapp%5F…`` and ``KEY_APP_…`` are
+#: credentials too.
+_MAYBE_CREDENTIAL = re.compile(rf"(?:{'|'.join(CREDENTIAL_WORDS)})(?:_|%5f)")
+
 #: Words that make a query parameter's name a secret's, whatever its value looks like
 #: (``api_key``, ``token``, ``access_token``, ``secret``, ``password``, ``authorization``,
 #: ``session``, ``signature``…). None of refcore's own parameters has one (``limit``,
@@ -82,13 +78,9 @@ def redacted(target: str) -> str:
     path, _mark, query = target.partition("?")
     if _MAYBE_CREDENTIAL.search(path.lower()) is not None:
         path = _redacted_path(path)
-    elif not ("%" in query or "+" in query or _named_as_secret(query) or _holds_credential(query)):
+    elif not ("%" in query or "+" in query or _named_as_secret(query) or holds_credential(query)):
         return target  # nothing encoded, so nothing hidden: no parameter to look at one by one
     return f"{path}?{'&'.join(map(_redacted_parameter, query.split('&')))}"
-
-
-def _holds_credential(text: str) -> bool:
-    return _CREDENTIAL.search(text.lower()) is not None
 
 
 def _named_as_secret(name: str) -> bool:
@@ -101,23 +93,24 @@ def _redacted_path(path: str) -> str:
 
 
 def _redacted_segment(segment: str) -> str:
-    return REDACTED if _holds_credential(unquote(segment)) else segment
+    return REDACTED if holds_credential(unquote(segment)) else segment
 
 
 def _redacted_parameter(parameter: str) -> str:
     raw_name, equals, value = parameter.partition("=")
     name = unquote_plus(raw_name)
-    if _holds_credential(name):
+    if holds_credential(name):
         return REDACTED
-    if value and (_named_as_secret(name) or _holds_credential(unquote_plus(value))):
+    if value and (_named_as_secret(name) or holds_credential(unquote_plus(value))):
         return f"{raw_name}{equals}{REDACTED}"
     return parameter
 
 
 #: A whole credential as refcore issues them (:func:`refcore.credentials.new_secret`: a prefix,
 #: then 43 characters of URL-safe base64) inside free text: a traceback or a message logged
-#: without arguments. Stricter than :data:`_CREDENTIAL`, which looks at URLs: free text is
-#: full of words such as ``key_digest`` and ``join_token`` that must stay readable.
+#: without arguments. Stricter than :func:`~refcore.credentials.holds_credential`, which looks
+#: at URLs and at single values: free text is full of words such as ``key_digest`` and
+#: ``join_token`` that must stay readable.
 _CREDENTIAL_IN_TEXT = re.compile(
     r"(?<![0-9A-Za-z_-])(?:key_(?:test_)?(?:app|managed)_|key_aff_|sess_|join_|whsec_)[0-9A-Za-z_-]{20,}"
 )

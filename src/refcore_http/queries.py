@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.datastructures import QueryParams
 
+from refcore.credentials import shown
 from refcore.errors import ValidationError
 from refcore_http.endpoints import QueryParam
 from refcore_http.text_safety import check_text
@@ -45,10 +46,10 @@ def parse_query(query: QueryParams, declared: Sequence[QueryParam]) -> dict[str,
     out: dict[str, Any] = {}
     for name in query:
         if name not in by_name:
-            raise ValidationError(f"Unknown query parameter {name}", param=name)
+            raise ValidationError(f"Unknown query parameter {shown(name)}", param=shown(name))
         values = query.getlist(name)
         if len(values) != 1:
-            raise ValidationError(f"{name} may be given only once", param=name)
+            raise ValidationError(f"{shown(name)} may be given only once", param=shown(name))
         check_text(values[0], name)
         out[name] = _convert(by_name[name], values[0])
     for param in declared:

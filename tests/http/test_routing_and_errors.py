@@ -6,6 +6,7 @@ import logging
 import re
 
 import attrs
+import httpx
 import pytest
 from starlette.routing import Route
 
@@ -17,7 +18,7 @@ from refcore_http.endpoints import PUBLIC, Call, Endpoint, Reply, returns
 from refcore_http.routes import revenue
 from refcore_http.schemas import body_schema
 from refcore_http.settings import Settings
-from tests.http.world import Client, expect, new_activity, new_tenant
+from tests.http.world import Client, Tenant, expect, new_activity, new_tenant
 
 _SECRET_DETAIL = "password=hunter2 at db.internal:5432"
 
@@ -209,3 +210,81 @@ def test_headers_a_handler_requires_are_declared_in_the_document() -> None:
     assert statuses == [
         {"type": "string", "enum": ["opened", "won", "withdrawn", "lost", "funds_reinstated"]}
     ]
+
+
+# -- secrets never appear in messages (probe J) -----------------------------------------------
+
+
+def _secret_sent_as(client: Client, tenant: Tenant, request: str, value: str) -> httpx.Response:
+    """One of the four requests probe J made, with ``value`` where an ID or a code belongs."""
+    if request == "delete an api key":
+        return client.delete(f"/v1/api-keys/{value}", tenant.session)
+    if request == "get an api key":
+        return client.get(f"/v1/api-keys/{value}", tenant.session)
+    if request == "identify a click":
+        return client.post("/v1/identify", tenant.live_key, {"click_id": value, "email": "c@x.io"})
+    return client.post("/v1/capture", None, {"via": value})
+
+
+#: The secret each request pastes, by which credential of the tenant it is, and the ordinary
+#: value answered the same way, which the message still quotes.
+_ECHO_CASES = [
+    ("delete an api key", "live_key", "akey_01nothing", "No such api key: akey_01nothing"),
+    ("get an api key", "session", "akey_01nothing", "No such api key: akey_01nothing"),
+    ("identify a click", "live_key", "clk_01nothing", "No such click: clk_01nothing"),
+    ("capture on a link", "live_key", "no-such-code", "No such link: no-such-code"),
+]
+
+
+@pytest.mark.parametrize(("request_name", "credential", "ordinary", "message"), _ECHO_CASES)
+def test_a_secret_sent_as_an_id_or_code_never_appears_in_the_answer(
+    client: Client, runtime: Runtime, request_name: str, credential: str, ordinary: str, message: str
+) -> None:
+    """docs/api.md: secrets never appear in messages. Probe J pasted a key or a session token
+    where an ID or a link code belonged and got it back, lower-cased for ``via``; the answer is
+    now the one an unknown ID gets, without the value, and an ordinary ID is still quoted."""
+    tenant = new_tenant(client, runtime, "acme")
+    secret = getattr(tenant, credential)
+    plain = _secret_sent_as(client, tenant, request_name, ordinary)
+    assert plain.json()["error"]["message"] == message
+    for sent in (secret, secret.upper()):
+        echoed = _secret_sent_as(client, tenant, request_name, sent)
+        assert (echoed.status_code, echoed.json()["error"]["code"]) == (
+            plain.status_code,
+            plain.json()["error"]["code"],
+        )
+        assert secret.lower() not in echoed.text.lower()
+        assert secret.split("_")[-1].lower() not in echoed.text.lower()  # not even its random part
+        assert echoed.json()["error"]["message"] == message.partition(":")[0]
+
+
+def test_a_secret_in_an_unknown_path_or_query_parameter_never_appears_in_the_answer(
+    client: Client, runtime: Runtime
+) -> None:
+    """The no-route message and a query parameter's name quote the URL as the access log does."""
+    tenant = new_tenant(client, runtime, "acme")
+    secret = tenant.live_key
+    body = expect(client.get(f"/v1/nothing/{secret}", tenant.session), 404, "not_found")
+    assert body["error"]["message"] == "No route for /v1/nothing/[redacted]"
+    response = client.get("/v1/clicks", tenant.live_key, **{secret: "1"})
+    body = expect(response, 400, "validation_error")
+    assert secret not in response.text and body["error"]["param"] == "[redacted]"
+    plain = expect(client.get("/v1/clicks", tenant.live_key, colour="1"), 400, "validation_error")
+    assert plain["error"] == {
+        "code": "validation_error",
+        "message": "Unknown query parameter colour",
+        "param": "colour",
+    }
+
+
+def test_messages_and_the_access_log_recognize_credentials_alike() -> None:
+    """One recognizer: what the access log writes ``[redacted]`` no message quotes."""
+    from refcore import credentials
+    from refcore_http import logs
+
+    assert logs.holds_credential is credentials.holds_credential
+    assert logs.REDACTED == credentials.REDACTED
+    for value in ("key_app_x", "KEY_TEST_APP_x", "sess_x", "join_x", "whsec_x", "Bearer key_aff_x"):
+        assert not credentials.quotable(value) and logs.redacted(f"/v1/{value}") == "/v1/[redacted]"
+    for value in ("akey_01x", "clk_01x", "acme-ally", "prg_01x"):
+        assert credentials.quotable(value) and logs.redacted(f"/v1/{value}") == f"/v1/{value}"

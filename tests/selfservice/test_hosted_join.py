@@ -17,7 +17,9 @@ import pytest
 
 from refcore.clocks import ManualClock
 from refcore.credentials import digest
+from refcore.errors import ValidationError
 from refcore.models import EventType
+from refcore.services.payout_accounts import parse_details
 from refcore.services.runtime import Runtime, Tx
 from refcore_http.app import create_app
 from refcore_http.settings import Settings
@@ -77,7 +79,7 @@ def test_the_whole_hosted_signup_ends_in_an_attributed_customer(
     assert link.startswith("https://partners.example/join/acme-partners/confirm?lang=en&token=")
     token = token_in(message)
     assert token not in response.text
-    assert "Sam Blogger" in body_of(message)
+    assert "Sam Blogger" not in body_of(message)  # nobody has confirmed the address yet
 
     # -- confirm: a pending affiliate, affiliate.created, and a key shown once ------------------
     confirmation = expect(client.post(f"/v1/join/{slug}/confirm", json={"token": token}), 201)
@@ -272,6 +274,68 @@ def test_a_refused_signup_uses_no_allowance(client: Client, runtime: Runtime, ma
     for _ in range(5):
         expect(client.post("/v1/join/fair-partners", json={"email": "f@x.example", "name": "F"}), 202)
     expect(client.post("/v1/join/fair-partners", json={"email": "f@x.example", "name": "F"}), 429)
+
+
+# -- names: one line, and never quoted to an unconfirmed address (probe J) -----------------------
+
+#: Probe J's name: a phishing notice that the confirmation mail began with.
+_PHISHING_NAME = "Victim,\n\nURGENT: your payout account is locked. Verify at https://evil.example/login"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        _PHISHING_NAME,
+        "Sam\r\nBcc: x@evil.example",
+        "Sam\tBlogger",
+        "Sam\x1b[2J",
+        "Sam\x85Blogger",
+        "Sam\u2028B",
+    ],
+)
+def test_a_name_of_more_than_one_line_is_refused_and_nothing_is_written(
+    client: Client, runtime: Runtime, mail_dir: Path, name: str
+) -> None:
+    """A name is one line of text: a control character (CR, LF, TAB, any Unicode Cc) or a line
+    separator is ``400 validation_error`` on ``name``, before anything is recorded or mailed."""
+    new_tenant(client, runtime, "line")
+    refused = client.post("/v1/join/line-partners", json={"email": "victim@example.org", "name": name})
+    assert expect(refused, 400, "validation_error")["error"]["param"] == "name"
+    assert mailbox(mail_dir) == []
+    assert runtime.read(lambda tx: tx.uow.pending_signups.find_all({})) == []
+    for _ in range(5):  # the refusal took none of the address's allowance
+        expect(client.post("/v1/join/line-partners", json={"email": "victim@example.org", "name": "V"}), 202)
+
+
+def test_every_name_of_a_person_or_affiliate_is_one_line(client: Client, runtime: Runtime) -> None:
+    """The same rule where the Developer names an affiliate and where an affiliate names the
+    account holder of its payouts (shown in the CSV export and payout instructions)."""
+    tenant = new_tenant(client, runtime, "names")
+    body = {"program_id": tenant.program_id, "email": "two@lines.example", "name": "Two\nLines"}
+    added = client.post("/v1/program-affiliates", tenant.session, body)
+    assert expect(added, 400, "validation_error")["error"]["param"] == "name"
+    with pytest.raises(ValidationError) as refused:
+        parse_details(
+            {"method": "bank_transfer", "account_holder": "Kim\nLee", "iban": "DE89370400440532013000"}
+        )
+    assert refused.value.param == "account_holder"
+    assert parse_details(
+        {"method": "bank_transfer", "account_holder": "Kim Lee", "iban": "DE89370400440532013000"}
+    )
+
+
+def test_the_mail_to_an_unconfirmed_address_does_not_quote_the_submitted_name(
+    client: Client, runtime: Runtime, mail_dir: Path
+) -> None:
+    """Anyone may type any name with anyone's address, so the confirmation greets no one by
+    name: whatever the form was sent, the mail's words are the Developer's and refcore's."""
+    new_tenant(client, runtime, "greet")
+    name = "Victim, URGENT: verify at https://evil.example/login"
+    expect(client.post("/v1/join/greet-partners", json={"email": "victim@example.org", "name": name}), 202)
+    (message,) = mailbox(mail_dir)
+    text = body_of(message)
+    assert text.startswith("Hello,\n") and "Victim" not in text and "evil.example" not in text
+    assert name not in message.as_string()
 
 
 # -- programs and members -----------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attrs import evolve
 
+from refcore.credentials import shown
 from refcore.errors import NotFound, StateConflict, ValidationError
 from refcore.models import AffiliateStatus, EventType, Link, ProgramAffiliate
 from refcore.representation import represent
@@ -11,7 +12,14 @@ from refcore.services.access import require_program, require_program_affiliate
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import optional_text, require_choice, require_email, require_link_code, require_text
+from refcore.validation import (
+    optional_text,
+    require_choice,
+    require_email,
+    require_line,
+    require_link_code,
+    require_text,
+)
 
 
 def emit_affiliate_event(tx: Tx, type: EventType, affiliate: ProgramAffiliate) -> None:
@@ -55,7 +63,7 @@ def add_program_affiliate(
     program), ``program_not_found``."""
     program_ref = require_text(program_id, param="program_id")
     address = require_email(email).strip().lower()
-    display = require_text(name, param="name")
+    display = require_line(name, param="name")
 
     def work(tx: Tx) -> ProgramAffiliate:
         program = require_program(tx, principal, program_ref)
@@ -177,7 +185,7 @@ def create_link_in(tx: Tx, affiliate: ProgramAffiliate, code: str | None, name: 
     if code is None:
         code = tx.new_id("x")[-10:]
     elif tx.uow.links.find_one({"code": code}) is not None:
-        raise ValidationError(f"code {code} is taken", param="code")
+        raise ValidationError(f"code {shown(code)} is taken", param="code")
     link = Link(
         id=tx.new_id("lnk"),
         app_id=affiliate.app_id,

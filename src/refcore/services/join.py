@@ -46,7 +46,7 @@ from refcore.services.affiliates import create_affiliate
 from refcore.services.app_profile import current_agreement, current_logo
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import IssuedKey, issue_affiliate_key
-from refcore.validation import ascii_lower, require_email, require_text
+from refcore.validation import ascii_lower, require_email, require_line, require_text
 
 log = logging.getLogger("refcore.join")
 
@@ -175,7 +175,7 @@ def start_signup(
     """
     rules = policy or JoinPolicy()
     address = require_email(email).strip().lower()
-    display = require_text(name, param="name")
+    display = require_line(name, param="name")
     token = new_secret(TOKEN_PREFIX)
 
     def work(tx: Tx) -> _Outcome:
@@ -223,12 +223,18 @@ def start_signup(
 def _confirmation_message(
     program: Program, app: App, signup: PendingSignup, rules: JoinPolicy, token: str
 ) -> Message:
+    """The mail to an address nobody has confirmed yet, so it greets no one by name.
+
+    The name is whatever anyone who knows the address typed on a public form, with no credential:
+    quoted here, it let a stranger write the first lines of a mail that refcore signs with the
+    program's and the App's names (probe J sent a phishing notice as the name). Everything in
+    this mail comes from the Developer (program, App) or from refcore."""
     hours = int(rules.token_ttl.total_seconds() // 3600)
     return Message(
         to=signup.email,
         subject=f"Confirm your request to join {program.name}",
         text=(
-            f"Hello {signup.name},\n\n"
+            "Hello,\n\n"
             f"Someone, hopefully you, asked to join the {program.name} affiliate program of {app.name} "
             f"with this address.\n\n"
             f"To confirm, open this link within {hours} hours:\n\n"
@@ -242,6 +248,8 @@ def _confirmation_message(
 def _already_member_message(
     program: Program, app: App, member: ProgramAffiliate, rules: JoinPolicy, token: str
 ) -> Message:
+    """The mail to an affiliate's address, greeting it by the name the program keeps: one the
+    Developer gave or a signup confirmed, never the one sent with this request."""
     hours = int(rules.token_ttl.total_seconds() // 3600)
     return Message(
         to=member.email,

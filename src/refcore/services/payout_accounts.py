@@ -18,7 +18,7 @@ from refcore.services.balances import live_balance
 from refcore.services.payout_access import own_affiliate, readable_affiliate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import optional_text, require_choice, require_email, require_text
+from refcore.validation import optional_line, optional_text, require_choice, require_email, require_text
 
 DETAIL_FIELDS = frozenset({"method", "email", "account_holder", "iban", "notes"})
 
@@ -49,7 +49,7 @@ def parse_details(values: Mapping[str, object]) -> DetailsInput:
     return DetailsInput(
         method=method,
         email=None if email is None else require_email(email).strip(),
-        account_holder=optional_text(values.get("account_holder"), param="account_holder"),
+        account_holder=optional_line(values.get("account_holder"), param="account_holder"),
         iban=None if iban is None else normalise_iban(iban),
         notes=optional_text(values.get("notes"), param="notes", max_length=1000),
     )

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from attrs import evolve, frozen
 
+from refcore.credentials import shown
 from refcore.errors import (
     CurrencyMismatch,
     DisputeConflict,
@@ -253,7 +254,7 @@ def _replayed(existing: Payment | None, payment_id: str, identity: tuple[object,
     stored = (existing.customer_id, existing.program_id, existing.amount, existing.currency)
     if stored != identity:
         raise IdempotencyConflict(
-            f"payment_id {payment_id} was already used with different details", param="payment_id"
+            f"payment_id {shown(payment_id)} was already used with different details", param="payment_id"
         )
     return Recorded(existing, created=False)
 
@@ -374,7 +375,7 @@ def record_refund(
             return None
         if (existing.payment_id, existing.amount) != (payment_id, amount):
             raise IdempotencyConflict(
-                f"refund_id {refund_id} was already used with different details",
+                f"refund_id {shown(refund_id)} was already used with different details",
                 param="refund_id",
             )
         return Recorded(existing, created=False)
@@ -450,7 +451,7 @@ def report_dispute(
         """The stored dispute, if any, provided this report names the same payment and amount."""
         if existing is not None and (existing.payment_id, existing.amount) != (payment_id, amount):
             raise IdempotencyConflict(
-                f"dispute_id {dispute_id} was already used with a different payment or amount",
+                f"dispute_id {shown(dispute_id)} was already used with a different payment or amount",
                 param="dispute_id",
             )
         return existing

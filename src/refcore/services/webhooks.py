@@ -17,6 +17,7 @@ from typing import Any
 
 from attrs import evolve, frozen
 
+from refcore.credentials import shown
 from refcore.crypto import SecretBox
 from refcore.errors import NotFound, ValidationError
 from refcore.models import Event, EventType, WebhookDelivery, WebhookEndpoint
@@ -81,7 +82,7 @@ def parse_events(value: object) -> tuple[str, ...]:
                 param="events",
             )
         if name not in known:
-            raise ValidationError(f"unknown event type: {name}", param="events")
+            raise ValidationError(f"unknown event type: {shown(name)}", param="events")
     chosen = set(value)
     return tuple(t.value for t in SUBSCRIBABLE if t.value in chosen)
 
@@ -97,7 +98,7 @@ def _parse_settings(values: Mapping[str, Any]) -> _Settings:
     """``PUT`` semantics: the body is the whole configuration; what is omitted takes its default."""
     for name in values:
         if name not in _FIELDS:
-            raise ValidationError(f"unknown field: {name}", param=str(name))
+            raise ValidationError(f"unknown field: {shown(str(name))}", param=shown(str(name)))
     if "url" not in values:
         raise ValidationError("url is required", param="url")
     url = require_webhook_url(values["url"])
