@@ -41,10 +41,20 @@ def error_response(
     param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> JsonResponse:
-    error: dict[str, str] = {"code": code, "message": message}
+    error: dict[str, str] = {"code": code, "message": writable(message)}
     if param is not None:
-        error["param"] = param
+        error["param"] = writable(param)
     return JsonResponse({"error": error}, status_code=status, headers=headers)
+
+
+def writable(text: str) -> str:
+    """``text`` with any unpaired surrogate written as its escape (``\\ud800``).
+
+    A refusal may quote what the caller sent, a member name included, and JSON escapes let a
+    body carry a lone surrogate, which no UTF-8 encoder writes: the refusal of ``{"\\ud800": 1}``
+    failed to render and answered ``500`` on every route, with no credential needed on the
+    public ones (probe H). What the caller sent comes back as the escape it sent."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def refcore_error_response(exc: RefcoreError) -> JsonResponse:
