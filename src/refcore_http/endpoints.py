@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from attrs import Factory, field, frozen
+from starlette.datastructures import Headers
 
 from refcore.errors import Unauthenticated
 from refcore.representation import JsonObject
@@ -173,8 +174,9 @@ class Call:
     visitor: Visitor
     #: Where loop handlers send captures to be recorded together.
     capture_batches: CaptureBatches
-    #: The request headers, case-insensitive (``Idempotency-Key`` of payout reports).
-    headers: Mapping[str, str] = field(factory=dict)
+    #: The request headers, case-insensitive (``Idempotency-Key`` of payout reports); ``getlist``
+    #: tells a header sent twice.
+    headers: Headers = field(factory=Headers)
     #: The exact request bytes, for endpoints with ``raw_body`` (signed payloads); else empty.
     raw_body: bytes = b""
     #: The credential sent, not yet authenticated, for an endpoint that ``authenticates_itself``

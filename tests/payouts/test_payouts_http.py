@@ -224,6 +224,11 @@ def test_the_external_payout_flow_end_to_end(
     # -- success reported twice with one Idempotency-Key: one effect -----------------------
     succeeded = f"/v1/payout-executions/{ally_execution}/succeeded"
     expect(client.post(succeeded, live), 400, "validation_error")
+    # Two keys in one request (probe H): refused whatever the values, nothing reported, so the
+    # first report below still applies. A proxy in front may have kept the other one.
+    twice = [("Idempotency-Key", "pay-run-1"), ("Idempotency-Key", "pay-run-2")]
+    sent_twice = client.http.post(succeeded, headers=[*twice, ("Authorization", f"Bearer {live}")])
+    assert expect(sent_twice, 400, "validation_error")["error"]["param"] == "Idempotency-Key"
     first = expect(client.post(succeeded, live, headers={"Idempotency-Key": "pay-run-1"}), 200)
     again = expect(client.post(succeeded, live, headers={"Idempotency-Key": "pay-run-1"}), 200)
     assert first == again and first["status"] == "succeeded"

@@ -14,6 +14,7 @@ from typing import Literal
 from attrs import field, frozen
 
 from refcore import payout_representation as views
+from refcore.errors import ValidationError
 from refcore.models.payout import PayoutBatchStatus, PayoutExecutionStatus
 from refcore.representation import JsonObject, represent
 from refcore.services import payout_accounts, payout_executions, payout_requests, payouts
@@ -239,9 +240,23 @@ def _report(call: Call, outcome: PayoutExecutionStatus) -> Reply:
         call.who,
         call.params["id"],
         outcome,
-        idempotency_key=call.headers.get("idempotency-key"),
+        idempotency_key=_idempotency_key(call),
     )
     return ok(represent(result.execution))
+
+
+def _idempotency_key(call: Call) -> str | None:
+    """The report's ``Idempotency-Key``; sent twice, ``validation_error`` whatever the values.
+
+    The first value had been used silently, while a proxy in front may keep the other: the
+    report applied under one key, and its retry with the other was refused (probe H). Like
+    several ``Authorization`` headers, several keys are refused before anything is done."""
+    sent = call.headers.getlist("idempotency-key")
+    if len(sent) > 1:
+        raise ValidationError(
+            "Send one Idempotency-Key header; this request has several", param="Idempotency-Key"
+        )
+    return sent[0] if sent else None
 
 
 def report_payout_succeeded(call: Call) -> Reply:
