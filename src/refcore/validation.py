@@ -120,10 +120,19 @@ def require_link_code(value: object) -> str:
 
 
 def require_slug(value: object, *, param: str = "slug") -> str:
-    text = require_text(value, param=param, max_length=64)
-    if not _SLUG.fullmatch(text):
-        raise ValidationError(f"{param} must be lowercase letters, digits and hyphens (1-64)", param=param)
-    return text
+    """A program slug as it is stored: 1 to 64 of ``a-z``, ``0-9`` and inner ``-``, any case sent.
+
+    Slugs, like link codes, are accepted in any case and kept lower-case (decisions), so that
+    ``UpperSlug`` is the program ``/join/upperslug`` finds and is taken once whatever its case;
+    it had been refused (probe J). Lower-cased by :func:`ascii_lower`, as codes are: a Kelvin
+    sign is refused, not folded into ``k``."""
+    slug = ascii_lower(require_text(value, param=param, max_length=64))
+    if not _SLUG.fullmatch(slug):
+        raise ValidationError(
+            f"{param} must be 1-64 ASCII letters, digits and hyphens, not starting or ending with a hyphen",
+            param=param,
+        )
+    return slug
 
 
 def require_int(value: object, *, param: str, minimum: int = 0, maximum: int = 2**31 - 1) -> int:

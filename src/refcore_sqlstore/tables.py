@@ -494,11 +494,16 @@ webhook_deliveries = Table(
     _int("duration_ms"),
     _time("created_at"),
     _text("url"),
+    _bool("listed_in_test"),
+    _bool("listed_in_live"),
     _int("http_status", nullable=True),
     _text("error", nullable=True),
     _text("response_body", nullable=True),
     UniqueConstraint("event_id"),
     Index(None, "app_id", "id"),
+    # Each mode's delivery history, one index range each (migration 0014).
+    Index(None, "app_id", "listed_in_test", "id"),
+    Index(None, "app_id", "listed_in_live", "id"),
 )
 
 # -- payouts ---------------------------------------------------------------------------------

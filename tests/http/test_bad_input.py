@@ -195,6 +195,31 @@ def test_nested_fields_are_checked_strictly(client: Client, runtime: Runtime, te
     assert stored_records(runtime) == before
 
 
+def test_a_program_slug_is_accepted_in_any_case_and_kept_lower_case(
+    client: Client, runtime: Runtime, tenant: Tenant
+) -> None:
+    """Probe J: ``UpperSlug`` had been ``400`` although slugs, like link codes, are accepted in any
+    case (docs/decisions.md). It is stored lower-case, so it is taken in every case and the join
+    page finds it by any."""
+    program = {
+        "app_id": tenant.app_id,
+        "name": "Upper",
+        "currency": "usd",
+        "commission": {"type": "percent", "bps": 2000},
+    }
+    created = expect(client.post("/v1/programs", tenant.session, {**program, "slug": "UpperSlug"}), 201)
+    assert created["slug"] == "upperslug"
+    before = stored_records(runtime)
+    for taken in ("upperslug", "UPPERSLUG"):
+        error = expect(client.post("/v1/programs", tenant.session, {**program, "slug": taken}), 400)["error"]
+        assert (error["code"], error["param"]) == ("validation_error", "slug")
+    # U+212A KELVIN SIGN lower-cases to "k": refused, never folded into an ASCII slug.
+    kelvin = {**program, "slug": "\u212aelvin"}
+    expect(client.post("/v1/programs", tenant.session, kelvin), 400, "validation_error")
+    assert stored_records(runtime) == before
+    assert expect(client.get("/v1/join/UPPERSLUG"), 200)["program"]["id"] == created["id"]
+
+
 def test_patch_refuses_null_for_a_setting(client: Client, runtime: Runtime, tenant: Tenant) -> None:
     before = stored_records(runtime)
     for field in ("name", "hold_days", "commission", "auto_approve"):

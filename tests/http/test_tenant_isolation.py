@@ -16,7 +16,7 @@ import pytest
 from attrs import evolve
 
 from refcore.clocks import ManualClock
-from refcore.models import DeliveryStatus, EventType, WebhookDelivery
+from refcore.models import DeliveryStatus, EventType, Mode, WebhookDelivery
 from refcore.services.principal import PrincipalKind
 from refcore.services.processor_connection import (
     ProcessorKeys,
@@ -26,6 +26,7 @@ from refcore.services.processor_connection import (
 )
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import authenticate, issue_affiliate_key
+from refcore.services.webhooks import listed_in
 from refcore_http.app import all_endpoints
 from refcore_http.endpoints import Endpoint
 from refcore_http.settings import MAX_SESSION_TTL_HOURS, Settings
@@ -89,11 +90,13 @@ def _payout_objects(client: Client, runtime: Runtime, clock: ManualClock, a: Ten
     return Payouts(request["id"], batch["id"], batch["executions"][0]["id"])
 
 
-def _webhook_delivery(runtime: Runtime, app_id: str) -> str:
+def _webhook_delivery(
+    runtime: Runtime, app_id: str, event_type: EventType = EventType.WEBHOOK_TEST, *, livemode: bool = False
+) -> str:
     """A delivery record of ``app_id`` (deliveries are written by the dispatcher, not by a route)."""
 
     def work(tx: Tx) -> str:
-        event = tx.emit(EventType.WEBHOOK_TEST, app_id=app_id, livemode=False, data={"id": "whep_x"})
+        event = tx.emit(event_type, app_id=app_id, livemode=livemode, data={"id": "whep_x"})
         delivery = WebhookDelivery(
             id=tx.new_id("whdl"),
             app_id=app_id,
@@ -103,6 +106,8 @@ def _webhook_delivery(runtime: Runtime, app_id: str) -> str:
             duration_ms=12,
             created_at=tx.now,
             url=_HOOK,
+            listed_in_test=listed_in(event, Mode.TEST),
+            listed_in_live=listed_in(event, Mode.LIVE),
             http_status=200,
         )
         tx.uow.webhook_deliveries.add(delivery)
@@ -476,3 +481,63 @@ def test_a_foreign_id_answers_exactly_like_a_missing_one(client: Client, world: 
         ]
         codes = {expect(r, 404)["error"]["code"] for r in answers}
         assert codes == {"transaction_not_found"}
+
+
+#: Events delivered in the deliveries tests, by mode.
+_LIVE_EVENTS = (EventType.TRANSACTION_CREATED, EventType.COMMISSION_CREATED, EventType.PAYOUT_READY)
+_TEST_EVENTS = (EventType.REFERRAL_CREATED, EventType.TRANSACTION_CREATED)
+
+
+def _delivery_ids(client: Client, url: str, token: str, **query: str) -> list[str]:
+    """Every delivery ID a credential lists, newest first, one record a page (the cursors too)."""
+    ids: list[str] = []
+    while True:
+        page = expect(client.get(url, token, limit="1", **query), 200)
+        ids += [d["id"] for d in page["data"]]
+        if not page["has_more"]:
+            return ids
+        query = {**query, "starting_after": ids[-1]}
+
+
+def test_a_key_lists_only_the_webhook_deliveries_of_its_own_modes_events(
+    client: Client, runtime: Runtime
+) -> None:
+    """Probe J: a Test key listed the deliveries of Live payments and commissions (their event IDs,
+    timing and the receiver's answers). A key reads its own mode's; a session names the mode
+    (default live), as for activity; the test ping, configuration, is in both."""
+    a = new_tenant(client, runtime, "alpha")
+    live = [_webhook_delivery(runtime, a.app_id, t, livemode=True) for t in _LIVE_EVENTS]
+    test = [_webhook_delivery(runtime, a.app_id, t, livemode=False) for t in _TEST_EVENTS]
+    ping = _webhook_delivery(runtime, a.app_id)
+    url = f"/v1/apps/{a.app_id}/webhook/deliveries"
+
+    live_history = [ping, *reversed(live)]
+    test_history = [ping, *reversed(test)]
+    assert _delivery_ids(client, url, a.live_key) == live_history
+    assert _delivery_ids(client, url, a.test_key) == test_history
+    assert _delivery_ids(client, url, a.test_key, environment="test") == test_history
+    assert _delivery_ids(client, url, a.session) == live_history
+    assert _delivery_ids(client, url, a.session, environment="test") == test_history
+    expect(client.get(url, a.test_key, environment="live"), 409, "mode_mismatch")
+    expect(client.get(url, a.test_key, starting_after=live[0]), 400, "invalid_starting_after")
+
+
+def test_a_webhook_delivery_of_the_other_mode_by_id_is_a_mode_mismatch(
+    client: Client, runtime: Runtime
+) -> None:
+    """As an activity ID of the other mode is; a session, holding no mode, reads either."""
+    a = new_tenant(client, runtime, "alpha")
+    live = _webhook_delivery(runtime, a.app_id, EventType.TRANSACTION_CREATED, livemode=True)
+    test = _webhook_delivery(runtime, a.app_id, EventType.TRANSACTION_CREATED, livemode=False)
+    ping = _webhook_delivery(runtime, a.app_id)
+    url = f"/v1/apps/{a.app_id}/webhook/deliveries"
+
+    for key, other in ((a.test_key, live), (a.live_key, test)):
+        error = expect(client.get(f"{url}/{other}", key), 409, "mode_mismatch")["error"]
+        assert error["param"] == "deliveryId"
+    for key, own in ((a.test_key, test), (a.live_key, live)):
+        assert expect(client.get(f"{url}/{own}", key), 200)["id"] == own
+    for token in (a.test_key, a.live_key, a.session):
+        expect(client.get(f"{url}/{ping}", token), 200)
+    for delivery in (live, test):
+        expect(client.get(f"{url}/{delivery}", a.session), 200)

@@ -220,3 +220,67 @@ def test_migration_0012_lower_cases_the_addresses_whose_capitals_lie_beyond_asci
     with _customers_at(empty_database_url, "0011_payout_request_links", rows) as connection:
         command.upgrade(alembic_config(connection), "0012_customer_email_letters")
         assert _stored_emails(connection) == {**rows, "rcus_accent": "élodie@example.com"}
+
+
+#: Delivery records before 0014, by ID: their event's type and ``livemode``.
+_DELIVERED = {
+    "whdl_live": ("transaction.created", True),
+    "whdl_test": ("transaction.created", False),
+    "whdl_ping": ("webhook.test", False),
+}
+#: The App the deliveries belong to, with its organization, in the columns they had at 0013.
+_INSERT_APP = (
+    text("INSERT INTO organizations (id, name, created_at) VALUES ('org_x', 'X', :at)"),
+    text(
+        "INSERT INTO apps (id, organization_id, name, created_at, processor_connected_test,"
+        " processor_connected_live) VALUES ('app_x', 'org_x', 'X', :at, false, false)"
+    ),
+)
+_INSERT_EVENT = text(
+    "INSERT INTO events (id, app_id, type, livemode, created_at, data)"
+    " VALUES (:event_id, 'app_x', :type, :livemode, :at, '{}')"
+)
+_INSERT_DELIVERY = text(
+    "INSERT INTO webhook_deliveries"
+    " (id, app_id, event_id, event_type, status, duration_ms, created_at, url)"
+    " VALUES (:id, 'app_x', :event_id, :type, 'succeeded', 1, :at, 'https://hooks.example.com/in')"
+)
+_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _insert_delivery(connection: Connection, delivery_id: str, event_type: str, livemode: bool) -> None:
+    """A delivery record and its event, in the columns they had before 0014."""
+    values = {
+        "id": delivery_id,
+        "event_id": delivery_id.replace("whdl", "whev"),
+        "type": event_type,
+        "livemode": livemode,
+        "at": _AT,
+    }
+    connection.execute(_INSERT_EVENT, values)
+    connection.execute(_INSERT_DELIVERY, values)
+
+
+def _listed(connection: Connection) -> dict[str, tuple[bool, bool]]:
+    rows = connection.execute(text("SELECT id, listed_in_test, listed_in_live FROM webhook_deliveries"))
+    return {row.id: (bool(row.listed_in_test), bool(row.listed_in_live)) for row in rows}
+
+
+def test_migration_0014_lists_each_earlier_delivery_in_its_events_mode(empty_database_url: str) -> None:
+    """Probe J: a Test key listed the deliveries of Live events. From 0014 each delivery says
+    which mode's history lists it; those recorded before take their event's ``livemode``, and
+    the test ping is listed in both."""
+    with _transaction(empty_database_url) as connection:
+        command.upgrade(alembic_config(connection), "0013_payout_batch_cancel")
+    with _transaction(empty_database_url) as connection:  # committed: PostgreSQL alters no table
+        for statement in _INSERT_APP:  # with foreign key checks still pending on it
+            connection.execute(statement, {"at": _AT})
+        for delivery_id, (event_type, livemode) in _DELIVERED.items():
+            _insert_delivery(connection, delivery_id, event_type, livemode)
+    with _transaction(empty_database_url) as connection:
+        command.upgrade(alembic_config(connection), "0014_delivery_modes")
+        assert _listed(connection) == {
+            "whdl_live": (False, True),
+            "whdl_test": (True, False),
+            "whdl_ping": (True, True),
+        }

@@ -13,7 +13,7 @@ from refcore.services import affiliates, programs, rate_limits, tenancy
 from refcore.services.join import JoinPolicy
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
-from refcore.validation import ascii_lower, require_link_code
+from refcore.validation import ascii_lower, require_link_code, require_slug
 from refcore_memstore import memory_runtime
 
 
@@ -132,6 +132,20 @@ def test_decisions_2_link_code_refuses_the_kelvin_sign_that_lower_cases_to_k(loo
         require_link_code(look_alike)
     assert refused.value.param == "code"
     assert require_link_code(look_alike.replace("\u212a", "K")) == look_alike.replace("\u212a", "k").lower()
+
+
+@pytest.mark.parametrize(("sent", "stored"), [("UpperSlug", "upperslug"), ("ACME-2", "acme-2"), ("a", "a")])
+def test_decisions_a_slug_is_accepted_in_any_case_and_kept_lower_case(sent: str, stored: str) -> None:
+    """Probe J: ``UpperSlug`` had been refused, though slugs, like codes, are taken in any case."""
+    assert require_slug(sent) == stored
+
+
+@pytest.mark.parametrize("look_alike", ["\u212akk", "Acme-\u212a", "\u0130stanbul"])
+def test_decisions_a_slug_refuses_letters_that_lower_case_into_ascii(look_alike: str) -> None:
+    """``"\u212a".lower() == "k"``: a look-alike must not become the slug of another program."""
+    with pytest.raises(ValidationError) as refused:
+        require_slug(look_alike)
+    assert refused.value.param == "slug"
 
 
 def test_ascii_lower_leaves_text_that_is_not_ascii_as_it_is() -> None:

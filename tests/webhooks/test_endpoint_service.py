@@ -205,6 +205,8 @@ def _add_deliveries(rt: Runtime, app_id: str, count: int, clock: ManualClock) ->
                 duration_ms=10 + index,
                 created_at=tx.now,
                 url=URL,
+                listed_in_test=True,
+                listed_in_live=True,
                 http_status=200 if index % 2 else None,
                 error=None if index % 2 else "timed out: no response within 3 s",
             )

@@ -33,6 +33,14 @@ class DeliveryStatus(enum.StrEnum):
 
 @frozen
 class WebhookDelivery:
+    """One attempt to deliver one event, and in which mode's history it is listed.
+
+    Deliveries tell of the events they carried (IDs, types, timing, the receiver's answers), so a
+    key reads only its own mode's, as it reads only its own mode's activity. The two flags are
+    stored rather than derived from the event so that each mode's history is one index range
+    (``app_id``, flag, ``id``): the list is cut into pages by the store, never filtered after.
+    """
+
     id: str
     app_id: str
     event_id: str
@@ -41,6 +49,12 @@ class WebhookDelivery:
     duration_ms: int
     created_at: datetime
     url: str
+    #: Listed in the Test history: the deliveries of ``livemode: false`` events.
+    listed_in_test: bool
+    #: Listed in the Live history: the deliveries of ``livemode: true`` events. A ``webhook.test``
+    #: delivery is listed in both: either mode's key may send it, and it carries only the
+    #: endpoint's configuration, which both modes share.
+    listed_in_live: bool
     http_status: int | None = None
     error: str | None = None
     #: First 1 KiB of the response body.

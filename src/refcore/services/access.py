@@ -13,6 +13,7 @@ from refcore.models import App, Mode, Program, ProgramAffiliate
 from refcore.ports import Repository
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Tx
+from refcore.validation import require_choice
 
 
 class _Activity(Protocol):
@@ -94,6 +95,23 @@ def require_program_affiliate(
 def _may_see_app(tx: Tx, principal: Principal, app_id: str) -> bool:
     app = tx.uow.apps.get(app_id)
     return app is not None and may_access_app(tx, principal, app)
+
+
+def mode_to_read(principal: Principal, environment: object) -> Mode:
+    """The mode whose records a read shows: sessions hold no mode and choose it with
+    ``environment`` (default ``live``, decisions 11); App keys read their own and may only
+    confirm it.
+
+    Errors: ``validation_error`` (``environment``), ``mode_mismatch`` (a key naming the other mode)."""
+    asked = None if environment is None else require_choice(environment, Mode, param="environment")
+    if principal.is_app_key and principal.mode is not None:
+        if asked is not None and asked is not principal.mode:
+            raise ModeMismatch(
+                f"environment {asked.value} does not match the {principal.mode.value} mode of the key",
+                param="environment",
+            )
+        return principal.mode
+    return asked or Mode.LIVE
 
 
 def activity_scope(principal: Principal) -> Scope:

@@ -24,14 +24,13 @@ from datetime import UTC, datetime, timedelta
 
 from attrs import frozen
 
-from refcore.errors import ModeMismatch, ValidationError
+from refcore.errors import ValidationError
 from refcore.models import EntryKind, Mode
 from refcore.models.payout import PayoutExecutionStatus
 from refcore.ports.metrics import ActivityMetrics, Period
-from refcore.services.access import require_app
+from refcore.services.access import mode_to_read, require_app
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import require_choice
 
 DEFAULT_PERIOD = timedelta(days=30)
 
@@ -100,19 +99,6 @@ def _to_the_millisecond(moment: datetime) -> datetime:
     return moment.replace(microsecond=moment.microsecond - moment.microsecond % 1000)
 
 
-def _mode(principal: Principal, environment: object) -> Mode:
-    """Sessions choose (default ``live``); App keys read their own mode and may only confirm it."""
-    asked = None if environment is None else require_choice(environment, Mode, param="environment")
-    if principal.is_app_key and principal.mode is not None:
-        if asked is not None and asked is not principal.mode:
-            raise ModeMismatch(
-                f"environment {asked.value} does not match the {principal.mode.value} mode of the key",
-                param="environment",
-            )
-        return principal.mode
-    return asked or Mode.LIVE
-
-
 def _money(
     metrics: ActivityMetrics, app_id: str, mode: Mode, currency: str, period: Period
 ) -> CurrencyTotals:
@@ -156,7 +142,7 @@ def overview(
     ``GET /v1/apps/:id/overview``. Errors: ``validation_error`` (``environment``, ``from``, ``to``;
     ``from`` not before ``to``), ``mode_mismatch`` (an App key asking for the other mode),
     ``app_not_found``."""
-    mode = _mode(principal, environment)
+    mode = mode_to_read(principal, environment)
     given_start = parse_moment(start, param="from")
     given_end = parse_moment(end, param="to")
 

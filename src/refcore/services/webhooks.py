@@ -19,12 +19,12 @@ from attrs import evolve, frozen
 
 from refcore.credentials import shown
 from refcore.crypto import SecretBox
-from refcore.errors import NotFound, ValidationError
-from refcore.models import Event, EventType, WebhookDelivery, WebhookEndpoint
+from refcore.errors import ModeMismatch, NotFound, ValidationError
+from refcore.models import Event, EventType, Mode, WebhookDelivery, WebhookEndpoint
 from refcore.representation import JsonObject, envelope, timestamp
 from refcore.rules.webhook_subscription import SUBSCRIBABLE, subscribed_types
 from refcore.rules.webhook_url import require_webhook_url
-from refcore.services.access import require_app
+from refcore.services.access import mode_to_read, require_app
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
@@ -235,24 +235,47 @@ def send_test_event(rt: Runtime, principal: Principal, app_id: str) -> Event:
     return rt.transaction(work)
 
 
+#: The delivery field that says whether a mode's history lists a delivery.
+_LISTED_IN = {Mode.TEST: "listed_in_test", Mode.LIVE: "listed_in_live"}
+
+
+def listed_in(event: Event, mode: Mode) -> bool:
+    """Whether ``mode``'s delivery history lists the delivery of ``event``.
+
+    A delivery tells of its event (ID, type, timing, what the receiver answered), so it belongs
+    to the event's mode, as the event's activity does (probe J: a Test key read the deliveries of
+    Live payments). ``webhook.test`` is the exception, listed in both: either mode's key may ask
+    for it, and it carries only the endpoint's configuration, which both modes share."""
+    if event.type is EventType.WEBHOOK_TEST:
+        return True
+    return event.livemode is (mode is Mode.LIVE)
+
+
 def list_deliveries(
     rt: Runtime,
     principal: Principal,
     app_id: str,
     *,
+    environment: object = None,
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[WebhookDelivery]:
-    """The App's delivery records, newest first (they outlive a removed endpoint).
+    """The App's delivery records of one mode, newest first (they outlive a removed endpoint).
+
+    App keys read their own mode's; sessions choose it with ``environment`` (default ``live``),
+    as they do for activity. The mode is part of the store's query, so pages and ``has_more``
+    count only that mode's records, and a cursor from the other mode's history is refused.
 
     ``GET /v1/apps/:appId/webhook/deliveries``. Errors: ``app_not_found``, ``validation_error``
-    (``limit``), ``invalid_starting_after``."""
+    (``environment``, ``limit``), ``mode_mismatch`` (a key naming the other mode),
+    ``invalid_starting_after``."""
 
     def work(tx: Tx) -> Page[WebhookDelivery]:
+        mode = mode_to_read(principal, environment)
         require_app(tx, principal, app_id)
         return paginate(
             tx.uow.webhook_deliveries,
-            {"app_id": app_id},
+            {"app_id": app_id, _LISTED_IN[mode]: True},
             prefix=DELIVERY_PREFIX,
             limit=limit,
             starting_after=starting_after,
@@ -264,16 +287,30 @@ def list_deliveries(
 def get_delivery(rt: Runtime, principal: Principal, app_id: str, delivery_id: str) -> WebhookDelivery:
     """One delivery attempt of the App's events (``GET /v1/apps/:appId/webhook/deliveries/:deliveryId``).
 
-    Errors: ``app_not_found``, ``webhook_delivery_not_found``."""
+    An App key reads its own mode's; one of the other mode is ``409 mode_mismatch``, as an
+    activity ID of the other mode is. A session reads either mode's, as it reads activity by ID.
+
+    Errors: ``app_not_found``, ``webhook_delivery_not_found``, ``mode_mismatch``."""
 
     def work(tx: Tx) -> WebhookDelivery:
         require_app(tx, principal, app_id)
         delivery = tx.uow.webhook_deliveries.get(delivery_id)
         if delivery is None or delivery.app_id != app_id:
             raise NotFound.of("webhook_delivery", delivery_id)
+        if principal.is_app_key and principal.mode is not None:
+            _require_listed(delivery, principal.mode)
         return delivery
 
     return rt.read(work)
+
+
+def _require_listed(delivery: WebhookDelivery, mode: Mode) -> None:
+    """Errors: ``mode_mismatch`` (``deliveryId``) when ``mode``'s history does not list ``delivery``."""
+    if not getattr(delivery, _LISTED_IN[mode]):
+        raise ModeMismatch(
+            f"{delivery.id} is a delivery of the other mode's event but the key is {mode.value} mode",
+            param="deliveryId",
+        )
 
 
 # -- public representation -------------------------------------------------------------------

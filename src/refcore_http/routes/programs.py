@@ -54,8 +54,8 @@ class ProgramBody:
     name: str
     slug: str = field(
         metadata={
-            "description": "Unique; lowercase letters, digits and hyphens (join page)",
-            "pattern": "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+            "description": "Unique (join page); ASCII letters, digits, hyphens; any case, stored lower-case",
+            "pattern": "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?$",
         }
     )
     currency: str = field(metadata={"description": "Lowercase ISO 4217", "pattern": "^[a-z]{3}$"})

@@ -13,6 +13,7 @@ from attrs import field, frozen
 from refcore.services import webhooks
 from refcore_http.endpoints import (
     DEVELOPER,
+    ENVIRONMENT,
     PAGING,
     Call,
     Endpoint,
@@ -76,6 +77,7 @@ def list_webhook_deliveries(call: Call) -> Reply:
         call.runtime,
         call.who,
         call.params["appId"],
+        environment=call.query.get("environment"),
         limit=call.query.get("limit"),
         starting_after=call.query.get("starting_after"),
     )
@@ -147,11 +149,13 @@ ROUTES = (
     Endpoint(
         "GET",
         f"{_PATH}/deliveries",
-        "List delivery attempts, newest first",
+        "List delivery attempts of one mode's events, newest first",
         list_webhook_deliveries,
         DEVELOPER,
         returns_list("WebhookDelivery"),
-        query=PAGING,
+        query=(ENVIRONMENT, *PAGING),
+        description="An App key lists the deliveries of its own mode's events, a session those of "
+        "`environment` (default live); `webhook.test` deliveries are listed in both modes.",
         tags=_TAGS,
     ),
     Endpoint(
@@ -161,6 +165,8 @@ ROUTES = (
         get_webhook_delivery,
         DEVELOPER,
         returns("WebhookDelivery"),
+        description="A delivery of the other mode's event is 409 mode_mismatch for an App key; "
+        "a session reads either mode's.",
         tags=_TAGS,
     ),
 )

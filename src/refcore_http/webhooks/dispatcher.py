@@ -71,11 +71,11 @@ from urllib.parse import urlsplit
 from attrs import evolve
 
 from refcore.crypto import DecryptionError, SecretBox
-from refcore.models import DeliveryStatus, Event, WebhookDelivery, WebhookEndpoint
+from refcore.models import DeliveryStatus, Event, Mode, WebhookDelivery, WebhookEndpoint
 from refcore.ports import EventOutbox
 from refcore.rules.webhook_subscription import should_deliver
 from refcore.services.runtime import Runtime, Tx
-from refcore.services.webhooks import DELIVERY_PREFIX, signing_secret
+from refcore.services.webhooks import DELIVERY_PREFIX, listed_in, signing_secret
 from refcore_http.event_wait import wait_for_event
 from refcore_http.webhooks.delivery import TIMEOUT_SECONDS, Deliverer, Outcome
 from refcore_http.webhooks.signing import body_of, signed_headers
@@ -437,6 +437,8 @@ class WebhookDispatcher:
                         duration_ms=outcome.duration_ms,
                         created_at=tx.now,
                         url=url,
+                        listed_in_test=listed_in(event, Mode.TEST),
+                        listed_in_live=listed_in(event, Mode.LIVE),
                         http_status=outcome.http_status,
                         error=outcome.error,
                         response_body=outcome.response_body,
