@@ -1,4 +1,4 @@
-"""Migration 0014's downgrade leaves open inquiries in a state earlier code can hold.
+"""Migration 0015's downgrade leaves open inquiries in a state earlier code can hold.
 
 Earlier code counts every open dispute in ``payments.disputed_amount``; an inquiry open while
 refunds took the payment would then break ``refunded_amount + disputed_amount <= amount``. The
@@ -20,7 +20,7 @@ from tests.contract.scenario import build_world
 from tests.sqlstore.raw import engine_of
 
 
-def test_migration_0014_downgrade_closes_open_inquiries_and_releases_their_hold(
+def test_migration_0015_downgrade_closes_open_inquiries_and_releases_their_hold(
     sql_store: SqlStore, clock: ManualClock
 ) -> None:
     world = build_world(sql_store.runtime(clock=clock), clock, hold_days=0)
@@ -33,7 +33,7 @@ def test_migration_0014_downgrade_closes_open_inquiries_and_releases_their_hold(
     world.dispute("dp_chargeback", charged, "opened", 4_000)
 
     with engine_of(sql_store).begin() as connection:
-        command.downgrade(alembic_config(connection), "0013_payout_batch_cancel")
+        command.downgrade(alembic_config(connection), "0014_delivery_modes")
         statuses = dict(connection.execute(select(disputes.c.dispute_id, disputes.c.status)).all())
         totals = {
             row.payment_id: (row.refunded_amount, row.disputed_amount, row.open_dispute_count)
@@ -51,14 +51,14 @@ def test_migration_0014_downgrade_closes_open_inquiries_and_releases_their_hold(
     assert totals == {inquired: (3_000, 0, 0), charged: (0, 4_000, 1)}
 
 
-def test_migration_0014_keeps_every_earlier_dispute_a_chargeback(
+def test_migration_0015_keeps_every_earlier_dispute_a_chargeback(
     sql_store: SqlStore, clock: ManualClock
 ) -> None:
     """Which earlier disputes were inquiries was never kept: all of them stay counted."""
     world = build_world(sql_store.runtime(clock=clock), clock, hold_days=0)
     paid = world.pay(world.referred_customer(), 10_000).record.payment_id
     with engine_of(sql_store).begin() as connection:
-        command.downgrade(alembic_config(connection), "0013_payout_batch_cancel")
+        command.downgrade(alembic_config(connection), "0014_delivery_modes")
     with engine_of(sql_store).begin() as connection:
         connection.execute(
             disputes.insert().values(  # what the earlier release wrote: no inquiry column

@@ -13,7 +13,7 @@ backfill; every record written from now on sets both.
 
 Revision ID: 0014_delivery_modes
 Revises: 0013_payout_batch_cancel
-Create Date: 2026-11-28
+Create Date: 2026-11-27
 """
 
 from __future__ import annotations

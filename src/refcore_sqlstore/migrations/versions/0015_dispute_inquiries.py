@@ -9,8 +9,8 @@ during the upgrade still consumes its amount until it closes or escalates.
 The column has a server default so that a server of the earlier release, which does not name
 it, can still insert disputes during a rolling upgrade.
 
-Revision ID: 0014_dispute_inquiries
-Revises: 0013_payout_batch_cancel
+Revision ID: 0015_dispute_inquiries
+Revises: 0014_delivery_modes
 Create Date: 2026-11-27
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014_dispute_inquiries"
-down_revision: str | None = "0013_payout_batch_cancel"
+revision: str = "0015_dispute_inquiries"
+down_revision: str | None = "0014_delivery_modes"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
