@@ -217,6 +217,13 @@ def test_the_default_period_is_the_last_30_days_up_to_now(
     assert _money(body)["revenue"] == 0
 
 
+def test_the_default_period_starts_no_earlier_than_1970(client: Client, acme: Tenant) -> None:
+    """A period may start no earlier than 1970-01-01 (docs/api.md); nor does the default one,
+    whose start had been 30 days before any ``to`` (probe H: a ``from`` in December 1969)."""
+    body = _overview(client, acme, to="1970-01-02")
+    assert (body["from"], body["to"]) == ("1970-01-01T00:00:00.000Z", "1970-01-02T00:00:00.000Z")
+
+
 def test_overview_refuses_a_bad_period(client: Client, acme: Tenant) -> None:
     path = f"/v1/apps/{acme.app_id}/overview"
     expect(client.get(path, acme.session, **{"from": "yesterday"}), 400, "validation_error")

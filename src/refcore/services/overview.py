@@ -149,7 +149,9 @@ def overview(
     def work(tx: Tx) -> Overview:
         require_app(tx, principal, app_id)
         period_end = given_end or tx.now
-        period_start = given_start or _to_the_millisecond(period_end - DEFAULT_PERIOD)
+        # The default start never before the earliest moment a period may name (probe H: an end
+        # in January 1970 had its period start, and echo, a ``from`` in December 1969).
+        period_start = given_start or max(EARLIEST, _to_the_millisecond(period_end - DEFAULT_PERIOD))
         if period_start >= period_end:
             raise ValidationError("from must be before to", param="from")
         # Without ``to`` the period runs up to now inclusive: what happened this very moment counts.
