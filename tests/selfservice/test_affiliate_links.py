@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from refcore.services import affiliate_links
 from refcore.services.runtime import Runtime
 from tests.http.world import JSON, Client, Tenant, expect, new_tenant
 from tests.selfservice.world import join
@@ -138,3 +139,54 @@ def test_a_named_link_needs_a_name_and_a_valid_code(client: Client, two: Two) ->
     expect(client.post(path, sam, {}), 400, "validation_error")
     expect(client.post(path, sam, {"name": "X", "code": "no spaces"}), 400, "validation_error")
     expect(client.post(path, sam, {"name": "X", "code": "acme-ally"}), 400, "validation_error")  # taken
+
+
+def _affiliate_id(member: JSON) -> str:
+    return str(member["program_affiliate"]["id"])
+
+
+def test_a_pending_affiliate_creates_at_most_five_links_deleted_ones_included(
+    client: Client, two: Two
+) -> None:
+    """Codes are taken installation-wide for good, and joining takes only a mailbox: probe J
+    reserved another tenant's brand from a pending signup (affiliate_links.PENDING_LINKS)."""
+    sam, path = Two.key(two.sam), _links(two.acme.program_id)
+    assert two.sam["program_affiliate"]["status"] == "pending"
+    made = [
+        expect(client.post(path, sam, {"name": f"L{n}"}), 201) for n in range(affiliate_links.PENDING_LINKS)
+    ]
+    expect(client.delete(f"{path}/{made[0]['id']}", sam), 200)
+
+    refused = expect(
+        client.post(path, sam, {"name": "One more", "code": "other-brand"}), 409, "state_conflict"
+    )
+
+    assert "pending" in refused["error"]["message"]
+    expect(client.post("/v1/capture", json={"via": "other-brand"}), 404, "link_not_found")  # not reserved
+    expect(client.post(f"/v1/program-affiliates/{_affiliate_id(two.sam)}/approve", two.acme.session), 200)
+    expect(client.post(path, sam, {"name": "Approved now", "code": "other-brand"}), 201)
+
+
+def test_an_affiliate_creates_at_most_its_limit_of_links(
+    client: Client, two: Two, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(affiliate_links, "OWN_LINKS", affiliate_links.PENDING_LINKS + 2)
+    sam, path = Two.key(two.sam), _links(two.acme.program_id)
+    expect(client.post(f"/v1/program-affiliates/{_affiliate_id(two.sam)}/approve", two.acme.session), 200)
+    for n in range(affiliate_links.OWN_LINKS):
+        expect(client.post(path, sam, {"name": f"L{n}"}), 201)
+    expect(client.post(path, sam, {"name": "One more"}), 409, "state_conflict")
+    # The Developer may still add links for the affiliate.
+    expect(
+        client.post(
+            f"/v1/program-affiliates/{_affiliate_id(two.sam)}/links", two.acme.session, {"name": "Dev"}
+        ),
+        201,
+    )
+
+
+def test_an_affiliate_of_a_disabled_program_cannot_create_links(client: Client, two: Two) -> None:
+    sam, path = Two.key(two.sam), _links(two.acme.program_id)
+    expect(client.post(f"/v1/programs/{two.acme.program_id}/disable", two.acme.session), 200)
+    expect(client.post(path, sam, {"name": "After"}), 409, "state_conflict")
+    assert expect(client.get(path, sam), 200)["data"] == []

@@ -7,7 +7,15 @@ did not exist, so a key reveals nothing about the rest of the App.
 Links are created by :func:`refcore.services.affiliates.create_link_in`, the same code path as
 Developer-managed links: codes are unique installation-wide and permanent. A pending affiliate
 may prepare links (they attribute once it is approved); a disabled one may read and delete its
-links but not create new ones (``409 state_conflict``).
+links but not create new ones (``409 state_conflict``), nor may any affiliate of a disabled
+program, which has no way back.
+
+An affiliate key creates at most :data:`PENDING_LINKS` links while its affiliate is pending and
+:data:`OWN_LINKS` in all, deleted ones included. A code is taken for every App of the
+installation, for good (a capture finds its link by the code alone), and anyone with a mailbox
+can join a program and wait, pending, for approval: probe J made 40 links of 40 so, and reserved
+another tenant's brand (``acme-partners``) that way. The Developer may add links for an
+affiliate beyond the limit; they count toward it too.
 """
 
 from __future__ import annotations
@@ -15,12 +23,17 @@ from __future__ import annotations
 from attrs import evolve
 
 from refcore.errors import Forbidden, NotFound, StateConflict
-from refcore.models import AffiliateStatus, Link, ProgramAffiliate
+from refcore.models import AffiliateStatus, Link, ProgramAffiliate, ProgramStatus
 from refcore.services.affiliates import create_link_in
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal, PrincipalKind
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import require_link_code, require_text
+
+#: Links a pending affiliate's key may create (see the module docstring).
+PENDING_LINKS = 5
+#: Links an affiliate's key may create in all, deleted ones included.
+OWN_LINKS = 100
 
 
 def own_affiliate(tx: Tx, principal: Principal, program_id: str) -> ProgramAffiliate:
@@ -75,7 +88,7 @@ def create_own_link(
 
     ``POST /v1/affiliate/programs/:programId/links``. Errors: ``validation_error`` (``name``, ``code``,
     a code already taken), ``forbidden`` (not an affiliate key), ``program_not_found``,
-    ``state_conflict`` (a disabled affiliate)."""
+    ``state_conflict`` (a disabled affiliate or program; the affiliate's links at their limit)."""
     link_name = require_text(name, param="name")
     link_code = None if code is None else require_link_code(code)
 
@@ -83,9 +96,27 @@ def create_own_link(
         affiliate = own_affiliate(tx, principal, program_id)
         if affiliate.status is AffiliateStatus.DISABLED:
             raise StateConflict("A disabled affiliate cannot create links")
+        program = tx.uow.programs.get(affiliate.program_id)
+        if program is None or program.status is ProgramStatus.DISABLED:
+            raise StateConflict("The program is disabled: its affiliates cannot create links")
+        _require_room_for_a_link(tx, affiliate)
         return create_link_in(tx, affiliate, link_code, link_name)
 
     return rt.transaction(work)
+
+
+def _require_room_for_a_link(tx: Tx, affiliate: ProgramAffiliate) -> None:
+    """Errors: ``state_conflict`` when the affiliate's links are at their limit (module docstring).
+
+    The affiliate's row is locked first, so two concurrent creations count one after the other."""
+    tx.uow.program_affiliates.get(affiliate.id, for_update=True)
+    limit = PENDING_LINKS if affiliate.status is AffiliateStatus.PENDING else OWN_LINKS
+    made = tx.uow.links.page({"program_affiliate_id": affiliate.id}, limit=limit, before=None)
+    if len(made) >= limit:
+        while_pending = " while it is pending" if affiliate.status is AffiliateStatus.PENDING else ""
+        raise StateConflict(
+            f"An affiliate can create at most {limit} links{while_pending}, deleted ones included"
+        )
 
 
 def get_own_link(rt: Runtime, principal: Principal, program_id: str, link_id: str) -> Link:
