@@ -43,21 +43,14 @@ def upgrade() -> None:
 
 
 def _backfill() -> None:
-    """Each existing record takes its event's mode; the test ping both.
-
-    It runs after the schema changes: on PostgreSQL an ``UPDATE`` queues the checks of the
-    table's deferred foreign keys, and a table with checks pending cannot be altered in the same
-    transaction. For that reason the checks are then run at once (and the foreign keys deferred
-    again, as they are declared), so that a later migration of the same upgrade may alter it."""
+    """Each existing record takes its event's mode; the test ping both. After the schema
+    changes, which PostgreSQL refuses on a table with foreign key checks still pending."""
     listed = ", ".join(
         f"{column} = (event_type = 'webhook.test' OR EXISTS ("
         f"SELECT 1 FROM events WHERE events.id = {_TABLE}.event_id AND {livemode}))"
         for column, livemode in _LIVEMODE.items()
     )
     op.execute(f"UPDATE {_TABLE} SET {listed}")
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        op.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 def downgrade() -> None:
