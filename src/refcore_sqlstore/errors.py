@@ -8,8 +8,8 @@
   (``cached plan must not change result type``) is stale, not wrong: the unit of work discards
   its connection (:class:`~refcore_sqlstore.unit_of_work.SqlUnitOfWork`), with every statement
   prepared on it, and the error is a :class:`refcore.errors.ConcurrentWrite` too, so a write
-  runs again on another connection. A read fails once, answered ``500``; the next one on that
-  connection's replacement prepares the statement anew. Without this, a read kept failing on
+  runs again on another connection, and so does a read (``Runtime.read``), whose next run on
+  the connection's replacement prepares the statement anew. Without this, a read kept failing on
   that connection until the server restarted: a read ends in no rollback, which is what makes
   psycopg forget a connection's prepared statements (:mod:`refcore_sqlstore.postgres_reads`).
 - Anything else (an unreachable server, a broken check constraint) is a fault the caller cannot

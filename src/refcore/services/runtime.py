@@ -380,15 +380,14 @@ class Runtime:
         same block still holds it). A read races no one, but a store may still say so: on
         PostgreSQL a statement prepared on the connection before a migration changed a column's
         type (``refcore_sqlstore.errors``), whose connection is discarded with the failure."""
-        for attempt in range(2):
-            shared = self._shared_for_read()
-            try:
-                return self._read_in(shared, work)
-            except ConcurrentWrite:
-                if attempt or (shared is not None and shared.holds_unit_of_work):
-                    raise
-            self.pause(0)
-        raise InternalError("unreachable: the second attempt returned or raised")
+        shared = self._shared_for_read()
+        try:
+            return self._read_in(shared, work)
+        except ConcurrentWrite:
+            if shared is not None and shared.holds_unit_of_work:
+                raise
+        self.pause(0)
+        return self._read_in(self._shared_for_read(), work)
 
     def _shared_for_read(self) -> _SharedRead | None:
         """The block whose unit of work a read joins now, if any (see :meth:`read`)."""
