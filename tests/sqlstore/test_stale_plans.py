@@ -77,6 +77,28 @@ def test_a_read_prepared_before_the_migration_runs_again_on_a_new_connection(sto
     assert _backend_pids(store).isdisjoint(before), "the stale connection was kept"
 
 
+@pytest.mark.parametrize("store", [5], indirect=True, ids=["kept-connections"])
+def test_a_read_runs_again_until_it_finds_a_connection_prepared_after_the_migration(
+    store: SqlStore,
+) -> None:
+    """Probe K: two reads failed after one run again, each having met a second connection that
+    had prepared the statement before the migration. Here two kept connections have."""
+    runtime = store.runtime(clock=ManualClock())
+    user, token = tenancy.create_session(runtime, "dev@example.com")
+    for _ in range(PREPARED_AFTER):
+        tenancy.authenticate(runtime, token)  # prepared on the first connection
+    with store.read_unit_of_work():  # holds the first, so that the reads below take a second
+        for _ in range(PREPARED_AFTER):
+            tenancy.authenticate(runtime, token)
+    stale = _backend_pids(store)
+    assert len(stale) >= 2
+
+    _migrate_session_user_type(store)
+
+    assert tenancy.authenticate(runtime, token).user_id == user.id
+    assert _backend_pids(store).isdisjoint(stale), "a connection prepared before the migration was kept"
+
+
 def test_a_read_of_a_shared_block_runs_again_when_it_opened_the_blocks_unit_of_work(
     store: SqlStore,
 ) -> None:

@@ -375,19 +375,33 @@ class Runtime:
         block's unit of work, with a ``now`` of this read's own; inside :meth:`read_then_write`,
         the unit of work the block's transaction will commit.
 
-        A read that fails with :class:`~refcore.errors.ConcurrentWrite` runs once more, in a
-        new unit of work, if its own ended with the failure (not when a read around it in the
-        same block still holds it). A read races no one, but a store may still say so: on
-        PostgreSQL a statement prepared on the connection before a migration changed a column's
-        type (``refcore_sqlstore.errors``), whose connection is discarded with the failure."""
+        A read that fails with :class:`~refcore.errors.ConcurrentWrite` runs again, in a new
+        unit of work, if its own ended with the failure (not when a read around it in the same
+        block still holds it), up to eight runs as a transaction. A read races no one, but a
+        store may still say so: on PostgreSQL a statement prepared on the connection before a
+        migration changed a column's type (``refcore_sqlstore.errors``), whose connection is
+        discarded with the failure; the next run may take another connection prepared before the
+        migration too (probe K saw two reads fail after one run again), so one more run was not
+        enough."""
         shared = self._shared_for_read()
         try:
             return self._read_in(shared, work)
         except ConcurrentWrite:
             if shared is not None and shared.holds_unit_of_work:
                 raise
-        self.pause(0)
-        return self._read_in(self._shared_for_read(), work)
+        return self._read_again(work)
+
+    def _read_again(self, work: Callable[[Tx], T]) -> T:
+        """The runs of :meth:`read` after its first failed (kept out of the first run's path)."""
+        for retry in range(_ATTEMPTS - 1):
+            self.pause(retry)
+            shared = self._shared_for_read()
+            try:
+                return self._read_in(shared, work)
+            except ConcurrentWrite:
+                if retry == _ATTEMPTS - 2 or (shared is not None and shared.holds_unit_of_work):
+                    raise
+        raise InternalError("unreachable: the last run returned or raised")
 
     def _shared_for_read(self) -> _SharedRead | None:
         """The block whose unit of work a read joins now, if any (see :meth:`read`)."""
