@@ -25,6 +25,14 @@ REDACTED = "[redacted]"
 _CREDENTIAL = re.compile(rf"(?<![0-9a-z])(?:{'|'.join(CREDENTIAL_WORDS)})_")
 
 
+#: A credential inside longer text: its word, an underscore and at least 20 more characters of a
+#: token (refcore's own carry 43 random ones). Prefixes named in a message (``key_aff_…``) are
+#: shorter and stay.
+_CREDENTIAL_TOKEN = re.compile(
+    rf"(?<![0-9a-z])(?:{'|'.join(CREDENTIAL_WORDS)})_[0-9a-z_-]{{20,}}", re.IGNORECASE
+)
+
+
 def new_secret(prefix: str) -> str:
     return f"{prefix}{_random.token_urlsafe(32)}"
 
@@ -53,3 +61,14 @@ def shown(value: str) -> str:
     is shaped like a credential, for a message whose sentence needs the value in it (``code …
     is taken``) rather than leaving it out."""
     return value if quotable(value) else REDACTED
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with every credential-shaped token in it written as :data:`REDACTED`.
+
+    The last guard of an error's message and ``param`` on the way out (``refcore_http.errors``):
+    the messages that quote a caller's value check it with :func:`shown` or :func:`quotable`,
+    but a value can reach a message by other roads (a body member named like a key came back
+    whole in ``Unknown field …``, probe K), and one guard where every message passes catches them
+    all."""
+    return _CREDENTIAL_TOKEN.sub(REDACTED, text)

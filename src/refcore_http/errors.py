@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from refcore.credentials import without_credentials
 from refcore.errors import ErrorKind, RateLimited, RefcoreError
 from refcore_http.json_response import JsonResponse
 from refcore_http.logs import redacted
@@ -41,10 +42,16 @@ def error_response(
     param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> JsonResponse:
-    error: dict[str, str] = {"code": code, "message": writable(message)}
+    error: dict[str, str] = {"code": code, "message": _sendable(message)}
     if param is not None:
-        error["param"] = writable(param)
+        error["param"] = _sendable(param)
     return JsonResponse({"error": error}, status_code=status, headers=headers)
+
+
+def _sendable(text: str) -> str:
+    """What an error may say: no credential (``refcore.credentials.without_credentials``), and
+    text JSON can carry (:func:`writable`)."""
+    return writable(without_credentials(text))
 
 
 def writable(text: str) -> str:

@@ -288,3 +288,37 @@ def test_messages_and_the_access_log_recognize_credentials_alike() -> None:
         assert not credentials.quotable(value) and logs.redacted(f"/v1/{value}") == "/v1/[redacted]"
     for value in ("akey_01x", "clk_01x", "acme-ally", "prg_01x"):
         assert credentials.quotable(value) and logs.redacted(f"/v1/{value}") == f"/v1/{value}"
+
+
+@pytest.mark.parametrize("credential", ["live_key", "test_key", "session"])
+def test_a_secret_sent_as_a_body_member_name_never_appears_in_the_answer(
+    client: Client, runtime: Runtime, credential: str
+) -> None:
+    """Probe K: ``Unknown field <name>`` quoted a member named like a key whole, in the message
+    and in ``param``, on every body route. Every error passes one last guard on the way out
+    (``refcore.credentials.without_credentials``), whichever message quoted it."""
+    tenant = new_tenant(client, runtime, "acme")
+    secret = getattr(tenant, credential)
+    sent = [
+        client.post("/v1/organizations", tenant.session, {"name": "X", secret: 1}),
+        client.patch(f"/v1/programs/{tenant.program_id}", tenant.session, {secret: 1}),
+        client.post("/v1/identify", tenant.live_key, {"email": "c@x.io", secret: 1}),
+        client.request(
+            "POST",
+            "/v1/capture",
+            content=f'{{"via": "x", "{secret}": 1, "{secret}": 2}}',  # a repeated member, too
+            headers={"Content-Type": "application/json"},
+        ),
+    ]
+    for response in sent:
+        assert response.status_code == 400, response.text
+        assert secret.split("_")[-1] not in response.text
+        assert "[redacted]" in response.json()["error"]["message"]
+
+
+def test_a_credential_prefix_named_in_a_message_is_not_taken_for_a_credential() -> None:
+    from refcore.credentials import without_credentials
+
+    helpful = "This endpoint needs an affiliate key (key_aff_…); send key_test_app_ keys in Test mode"
+    assert without_credentials(helpful) == helpful
+    assert without_credentials("field sess_" + "a" * 43 + " is unknown") == "field [redacted] is unknown"
