@@ -27,8 +27,12 @@ LINK_CODE = re.compile(r"^[a-z0-9_-]{3,64}$")
 #: What one line of text may not hold: a control character (Unicode category Cc, U+0000 to U+001F
 #: and U+007F to U+009F: CR, LF, TAB, ESC, NEL…) or a line or paragraph separator (U+2028,
 #: U+2029). Each breaks or hides the line where the text is shown again: a person's name put
-#: into an e-mail could start a paragraph of its own, into a CSV row a row of its own.
-_NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: into an e-mail could start a paragraph of its own, into a CSV row a row of its own. Nor the
+#: invisible characters that make a name read as another (probe K): the direction embeddings,
+#: overrides and isolates (U+202A to U+202E, U+2066 to U+2069), the zero-width space (U+200B)
+#: and the byte-order mark (U+FEFF). The zero-width joiner and non-joiner (U+200C, U+200D) stay:
+#: scripts and emoji need them.
+_NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 def require_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> str:

@@ -291,6 +291,10 @@ _PHISHING_NAME = "Victim,\n\nURGENT: your payout account is locked. Verify at ht
         "Sam\x1b[2J",
         "Sam\x85Blogger",
         "Sam\u2028B",
+        "Eve\u202eX",  # the invisible ones that make a name read as another (probe K)
+        "Eve\u200bX",
+        "\ufeffEve",
+        "Eve\u2067X",
     ],
 )
 def test_a_name_of_more_than_one_line_is_refused_and_nothing_is_written(
@@ -305,6 +309,20 @@ def test_a_name_of_more_than_one_line_is_refused_and_nothing_is_written(
     assert runtime.read(lambda tx: tx.uow.pending_signups.find_all({})) == []
     for _ in range(5):  # the refusal took none of the address's allowance
         expect(client.post("/v1/join/line-partners", json={"email": "victim@example.org", "name": "V"}), 202)
+
+
+#: A Persian word written with a zero-width non-joiner (U+200C), spelt in escapes.
+_PERSIAN = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+
+
+@pytest.mark.parametrize("name", ["Zoë Smith", "José", "👩\u200d💻 Sam", _PERSIAN])
+def test_a_name_may_hold_letters_of_any_script_and_joiners(
+    client: Client, runtime: Runtime, mail_dir: Path, name: str
+) -> None:
+    """Only what breaks or disguises the line is refused: the zero-width joiner and non-joiner
+    (emoji, Persian) are part of how names are written."""
+    new_tenant(client, runtime, "line")
+    expect(client.post("/v1/join/line-partners", json={"email": "sam@example.org", "name": name}), 202)
 
 
 def test_every_name_of_a_person_or_affiliate_is_one_line(client: Client, runtime: Runtime) -> None:
