@@ -35,7 +35,13 @@ from refcore.models import (
 )
 from refcore.ports import Repository, UnitOfWork
 from refcore.representation import JsonObject
-from refcore.services.access import may_access_app, require_activity, require_app, require_program
+from refcore.services.access import (
+    check_activity,
+    may_access_app,
+    require_activity,
+    require_app,
+    require_program,
+)
 from refcore.services.commissions import EntryPage, list_commissions
 from refcore.services.pagination import MAX_LIMIT, Page, paginate
 from refcore.services.principal import Principal, Scope
@@ -156,12 +162,30 @@ def _filter_value(tx: Tx, scope: Scope, name: str, value: str) -> object:
     if name == "click_id":
         return require_activity(tx.uow.clicks, "click", value, scope).id
     if name == "transaction_id":
-        return require_activity(tx.uow.payments, "transaction", value, scope).id
+        return _payment_filter(tx, scope, value)
     if name == "status":
         return require_choice(value, DisputeStatus, param="status")
     if name == "email":
         return value.lower()  # stored lower-case, as identify keeps it
     return value
+
+
+def _payment_filter(tx: Tx, scope: Scope, value: str) -> str:
+    """The payment a ``transaction_id`` filter names. Commissions, refunds and disputes are filed
+    under their payment's ``txn_``; a refund's, which ``GET /v1/transactions/:id`` finds, had
+    answered ``404 transaction_not_found`` (probe H). It is ``validation_error`` naming the
+    payment to filter by, after the usual answers for another App (404) and mode (409)."""
+    try:
+        return require_activity(tx.uow.payments, "transaction", value, scope).id
+    except NotFound:
+        refund = tx.uow.refunds.get(value)
+        if refund is None:
+            raise
+        check_activity(refund, "transaction", value, scope)
+        raise ValidationError(
+            f"transaction_id {value} is a refund; filter by its payment's, {refund.transaction_id}",
+            param="transaction_id",
+        ) from None
 
 
 def _where(tx: Tx, principal: Principal, kind: ActivityKind, query: ActivityQuery) -> dict[str, object]:
