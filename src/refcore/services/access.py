@@ -11,7 +11,7 @@ from typing import Protocol, TypeVar
 from refcore.errors import Forbidden, ModeMismatch, NotFound
 from refcore.models import App, Mode, Program, ProgramAffiliate
 from refcore.ports import Repository
-from refcore.services.principal import Principal, Scope
+from refcore.services.principal import Principal, PrincipalKind, Scope
 from refcore.services.runtime import Tx
 from refcore.validation import require_choice
 
@@ -138,3 +138,23 @@ def check_activity(record: A | None, resource: str, object_id: str, scope: Scope
             param=f"{resource}_id",
         )
     return record
+
+
+def is_affiliate(principal: Principal) -> bool:
+    """Whether the caller is an affiliate key, which acts for exactly one program affiliate."""
+    return principal.kind is PrincipalKind.AFFILIATE_KEY and principal.program_affiliate_id is not None
+
+
+def own_affiliate(
+    tx: Tx, principal: Principal, program_id: str, *, for_update: bool = False
+) -> ProgramAffiliate:
+    """The affiliate an affiliate key acts for, which must belong to ``program_id``.
+
+    Errors: ``forbidden`` (not an affiliate key), ``program_not_found``."""
+    if not is_affiliate(principal):
+        raise Forbidden("This operation needs an affiliate key (key_aff_…)")
+    assert principal.program_affiliate_id is not None
+    affiliate = tx.uow.program_affiliates.get(principal.program_affiliate_id, for_update=for_update)
+    if affiliate is None or affiliate.program_id != program_id:
+        raise NotFound.of("program", program_id)
+    return affiliate

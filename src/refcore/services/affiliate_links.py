@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from attrs import evolve
 
-from refcore.errors import Forbidden, NotFound, StateConflict
+from refcore.errors import NotFound, StateConflict
 from refcore.models import AffiliateStatus, Link, ProgramAffiliate, ProgramStatus
+from refcore.services.access import own_affiliate
 from refcore.services.affiliates import create_link_in
 from refcore.services.pagination import Page, paginate
-from refcore.services.principal import Principal, PrincipalKind
+from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import require_link_code, require_text
 
@@ -34,18 +35,6 @@ from refcore.validation import require_link_code, require_text
 PENDING_LINKS = 5
 #: Links an affiliate's key may create in all, deleted ones included.
 OWN_LINKS = 100
-
-
-def own_affiliate(tx: Tx, principal: Principal, program_id: str) -> ProgramAffiliate:
-    """The caller's program affiliate, which must be in ``program_id``; else ``404``.
-
-    Errors: ``forbidden`` (not an affiliate key), ``program_not_found``."""
-    if principal.kind is not PrincipalKind.AFFILIATE_KEY or principal.program_affiliate_id is None:
-        raise Forbidden("This endpoint needs an affiliate key (key_aff_…)")
-    affiliate = tx.uow.program_affiliates.get(principal.program_affiliate_id)
-    if affiliate is None or affiliate.program_id != program_id:
-        raise NotFound.of("program", program_id)
-    return affiliate
 
 
 def _own_link(tx: Tx, affiliate: ProgramAffiliate, link_id: str, *, for_update: bool = False) -> Link:
@@ -93,7 +82,8 @@ def create_own_link(
     link_code = None if code is None else require_link_code(code)
 
     def work(tx: Tx) -> Link:
-        affiliate = own_affiliate(tx, principal, program_id)
+        # Locked, so that two concurrent creations count the affiliate's links one after the other.
+        affiliate = own_affiliate(tx, principal, program_id, for_update=True)
         if affiliate.status is AffiliateStatus.DISABLED:
             raise StateConflict("A disabled affiliate cannot create links")
         program = tx.uow.programs.get(affiliate.program_id)
@@ -107,9 +97,7 @@ def create_own_link(
 
 def _require_room_for_a_link(tx: Tx, affiliate: ProgramAffiliate) -> None:
     """Errors: ``state_conflict`` when the affiliate's links are at their limit (module docstring).
-
-    The affiliate's row is locked first, so two concurrent creations count one after the other."""
-    tx.uow.program_affiliates.get(affiliate.id, for_update=True)
+    The caller holds the affiliate's row locked."""
     limit = PENDING_LINKS if affiliate.status is AffiliateStatus.PENDING else OWN_LINKS
     made = tx.uow.links.page({"program_affiliate_id": affiliate.id}, limit=limit, before=None)
     if len(made) >= limit:

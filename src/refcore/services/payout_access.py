@@ -14,8 +14,14 @@ from __future__ import annotations
 from refcore.errors import Forbidden, LiveKeyRequired, NotFound, ValidationError
 from refcore.models import Mode, Program, ProgramAffiliate
 from refcore.models.payout import PayoutExecution
-from refcore.services.access import may_access_app, require_program, require_program_affiliate
-from refcore.services.principal import Principal, PrincipalKind
+from refcore.services.access import (
+    is_affiliate,
+    may_access_app,
+    own_affiliate,
+    require_program,
+    require_program_affiliate,
+)
+from refcore.services.principal import Principal
 from refcore.services.runtime import Tx
 
 
@@ -51,26 +57,6 @@ def operator_program(
         raise NotFound.of(*as_resource) from None
     require_live(principal)
     return program
-
-
-def is_affiliate(principal: Principal) -> bool:
-    """Whether the caller is an affiliate key, which acts for exactly one program affiliate."""
-    return principal.kind is PrincipalKind.AFFILIATE_KEY and principal.program_affiliate_id is not None
-
-
-def own_affiliate(
-    tx: Tx, principal: Principal, program_id: str, *, for_update: bool = False
-) -> ProgramAffiliate:
-    """The affiliate an affiliate key acts for, which must belong to ``program_id``.
-
-    Errors: ``forbidden`` (not an affiliate key), ``program_not_found``."""
-    if not is_affiliate(principal):
-        raise Forbidden("This operation needs an affiliate key (key_aff_…)")
-    assert principal.program_affiliate_id is not None
-    affiliate = tx.uow.program_affiliates.get(principal.program_affiliate_id, for_update=for_update)
-    if affiliate is None or affiliate.program_id != program_id:
-        raise NotFound.of("program", program_id)
-    return affiliate
 
 
 def readable_affiliate(

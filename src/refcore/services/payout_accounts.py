@@ -14,8 +14,9 @@ from refcore.errors import NotFound, ValidationError
 from refcore.models.payout import PayoutDetails, PayoutMethod
 from refcore.rules.entry_status import Balance
 from refcore.rules.payouts import REQUIRED_DETAILS, normalise_iban
+from refcore.services.access import own_affiliate
 from refcore.services.balances import live_balance
-from refcore.services.payout_access import own_affiliate, readable_affiliate
+from refcore.services.payout_access import readable_affiliate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import optional_line, optional_text, require_choice, require_email, require_text

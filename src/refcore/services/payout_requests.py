@@ -18,16 +18,10 @@ from attrs import evolve
 from refcore.errors import NotFound, StateConflict, ValidationError
 from refcore.models.payout import PayoutRequest, PayoutRequestStatus
 from refcore.rules.payouts import is_ready
-from refcore.services.access import require_program_affiliate
+from refcore.services.access import is_affiliate, own_affiliate, require_program_affiliate
 from refcore.services.balances import live_balance
 from refcore.services.pagination import Page, paginate
-from refcore.services.payout_access import (
-    is_affiliate,
-    operator_program,
-    own_affiliate,
-    require_live,
-    require_operator_kind,
-)
+from refcore.services.payout_access import operator_program, require_live, require_operator_kind
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import require_choice, require_text
