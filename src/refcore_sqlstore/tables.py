@@ -254,6 +254,9 @@ links = Table(
         sqlite_where=text("deleted_at IS NULL"),
         postgresql_where=text("deleted_at IS NULL"),
     ),
+    # All of an affiliate's links, deleted ones included: the count its key may create
+    # (``services/affiliate_links.py``, migration 0016).
+    Index(None, "program_affiliate_id"),
     CheckConstraint("code = lower(code)", name="code_lower_case"),
 )
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from refcore.clocks import ManualClock
 from refcore.models import DisputeStatus, Mode
-from refcore.services import activity, affiliates, commissions, payouts, programs, tenancy
+from refcore.services import activity, affiliate_links, affiliates, commissions, payouts, programs, tenancy
 from refcore.services.activity import ActivityQuery
 from refcore_sqlstore import SqlStore, lookups
 from tests.contract.scenario import World, build_world
@@ -89,6 +89,9 @@ def _workload(store: SqlStore) -> None:
     commissions.payout_balance(rt, session, world.affiliate.id)
     affiliates.list_program_affiliates(rt, session, world.program.id)
     affiliates.list_links(rt, session, world.affiliate.id)
+    issued = rt.transaction(lambda tx: tenancy.issue_affiliate_key(tx, world.app.id, world.affiliate.id))
+    affiliate_key = tenancy.authenticate(rt, issued.secret)
+    affiliate_links.create_own_link(rt, affiliate_key, world.program.id, "Blog")  # counts its links
     programs.list_programs(rt, session, world.app.id)
     programs.list_terms(rt, session, world.program.id)
     tenancy.list_apps(rt, session)

@@ -99,8 +99,7 @@ def _require_room_for_a_link(tx: Tx, affiliate: ProgramAffiliate) -> None:
     """Errors: ``state_conflict`` when the affiliate's links are at their limit (module docstring).
     The caller holds the affiliate's row locked."""
     limit = PENDING_LINKS if affiliate.status is AffiliateStatus.PENDING else OWN_LINKS
-    made = tx.uow.links.page({"program_affiliate_id": affiliate.id}, limit=limit, before=None)
-    if len(made) >= limit:
+    if tx.uow.metrics().count("links", {"program_affiliate_id": affiliate.id}) >= limit:
         while_pending = " while it is pending" if affiliate.status is AffiliateStatus.PENDING else ""
         raise StateConflict(
             f"An affiliate can create at most {limit} links{while_pending}, deleted ones included"
