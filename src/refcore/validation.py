@@ -70,9 +70,10 @@ def optional_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> s
 def require_line(value: object, *, param: str, max_length: int = MAX_TEXT) -> str:
     """:func:`require_text` that is one line: no control character or line separator.
 
-    For a person's or an affiliate's name, which refcore and the Developer show to others (the
-    dashboard, payout exports, mail): probe J sent a join request whose ``name`` was a whole
-    phishing message, lines and all, and the confirmation mail began with it."""
+    For every name refcore keeps (a person's, an affiliate's, an organization's, App's, program's
+    or link's), which refcore and the Developer show to others as one line (the dashboard, payout
+    exports, the join page, mail): probe J sent a join request whose ``name`` was a whole phishing
+    message, lines and all, and the confirmation mail began with it."""
     text = require_text(value, param=param, max_length=max_length)
     if _NOT_ONE_LINE.search(text) is not None:
         raise ValidationError(f"{param} must be one line of text, without control characters", param=param)

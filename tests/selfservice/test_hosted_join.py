@@ -342,6 +342,51 @@ def test_every_name_of_a_person_or_affiliate_is_one_line(client: Client, runtime
     )
 
 
+@pytest.mark.parametrize("name", ["Two\nLines", "Blog\u202eX", "Tab\there", "\ufeffBOM"])
+def test_every_name_given_to_an_organization_app_program_or_link_is_one_line(
+    client: Client, runtime: Runtime, mail_dir: Path, name: str
+) -> None:
+    """Organization, App, program and link names are shown again as one line (dashboards, the
+    public join page, link lists): the same rule as a person's name. A link's name comes from the
+    affiliate's own key as well, which is input from outside the Developer's team. Each refusal is
+    ``400 validation_error`` on ``name`` and changes nothing."""
+    tenant = new_tenant(client, runtime, "label")
+    session = tenant.session
+    confirmed = join(client, mail_dir, "label-partners", "sam@label.example")
+    affiliate_key = confirmed["api_key"]["secret"]
+    links = f"/v1/program-affiliates/{tenant.affiliate_id}/links"
+    program_body = {
+        "app_id": tenant.app_id,
+        "name": name,
+        "slug": "label-two",
+        "currency": "usd",
+        "commission": {"type": "percent", "bps": 1000},
+    }
+    refusals = [
+        client.post("/v1/organizations", session, {"name": name}),
+        client.post("/v1/apps", session, {"organization_id": tenant.organization_id, "name": name}),
+        client.patch(f"/v1/apps/{tenant.app_id}", session, {"name": name}),
+        client.post("/v1/programs", session, program_body),
+        client.patch(f"/v1/programs/{tenant.program_id}", session, {"name": name}),
+        client.post(links, session, {"name": name}),
+        client.patch(f"{links}/{tenant.link_id}", session, {"name": name}),
+        client.post(f"/v1/affiliate/programs/{tenant.program_id}/links", affiliate_key, {"name": name}),
+    ]
+    for refused in refusals:
+        assert expect(refused, 400, "validation_error")["error"]["param"] == "name"
+    assert expect(client.get(f"/v1/apps/{tenant.app_id}", session), 200)["name"] == "label"
+    assert expect(client.get(f"/v1/programs/{tenant.program_id}", session), 200)["name"] == "label partners"
+    assert [link["id"] for link in expect(client.get(links, session), 200)["data"]] == [tenant.link_id]
+    own = expect(client.get(f"/v1/affiliate/programs/{tenant.program_id}/links", affiliate_key), 200)
+    assert own["data"] == []
+    assert len(expect(client.get("/v1/organizations", session), 200)["data"]) == 1
+    assert expect(client.get("/v1/programs", session, app_id=tenant.app_id), 200)["data"][0]["slug"] == (
+        "label-partners"
+    )
+    renamed = expect(client.patch(f"/v1/apps/{tenant.app_id}", session, {"name": "Label 👩\u200d💻"}), 200)
+    assert renamed["name"] == "Label 👩\u200d💻"
+
+
 def test_the_mail_to_an_unconfirmed_address_does_not_quote_the_submitted_name(
     client: Client, runtime: Runtime, mail_dir: Path
 ) -> None:

@@ -29,7 +29,7 @@ from refcore.services.affiliates import create_link_in
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import require_link_code, require_text
+from refcore.validation import require_line, require_link_code
 
 #: Links a pending affiliate's key may create (see the module docstring).
 PENDING_LINKS = 5
@@ -78,7 +78,7 @@ def create_own_link(
     ``POST /v1/affiliate/programs/:programId/links``. Errors: ``validation_error`` (``name``, ``code``,
     a code already taken), ``forbidden`` (not an affiliate key), ``program_not_found``,
     ``state_conflict`` (a disabled affiliate or program; the affiliate's links at their limit)."""
-    link_name = require_text(name, param="name")
+    link_name = require_line(name, param="name")
     link_code = None if code is None else require_link_code(code)
 
     def work(tx: Tx) -> Link:

@@ -13,7 +13,7 @@ from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import (
-    optional_text,
+    optional_line,
     require_choice,
     require_email,
     require_line,
@@ -209,7 +209,7 @@ def create_link(
     Errors: ``validation_error`` (``code``, ``name``; a code already taken),
     ``program_affiliate_not_found``."""
     link_code = None if code is None else require_link_code(code)
-    link_name = optional_text(name, param="name")
+    link_name = optional_line(name, param="name")
 
     def work(tx: Tx) -> Link:
         affiliate = require_program_affiliate(tx, principal, affiliate_id)
@@ -258,7 +258,7 @@ def update_link(rt: Runtime, principal: Principal, affiliate_id: str, link_id: s
 
     ``PATCH /v1/program-affiliates/:id/links/:linkId``. Errors: ``validation_error`` (``name``),
     ``program_affiliate_not_found``, ``link_not_found``."""
-    link_name = optional_text(name, param="name")
+    link_name = optional_line(name, param="name")
 
     def work(tx: Tx) -> Link:
         link = evolve(_require_link(tx, principal, affiliate_id, link_id), name=link_name)

@@ -15,7 +15,7 @@ from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.version_history import VersionHistory, version_history
-from refcore.validation import require_bool, require_int, require_slug, require_text
+from refcore.validation import require_bool, require_int, require_line, require_slug, require_text
 
 #: Settings a caller may change after creation. ``currency`` is fixed once money has moved.
 _UPDATABLE = frozenset(
@@ -59,7 +59,7 @@ def _settings(values: Mapping[str, Any]) -> dict[str, Any]:
     """Validated keyword arguments for :class:`Program` from caller values."""
     out: dict[str, Any] = {}
     if "name" in values:
-        out["name"] = require_text(values["name"], param="name")
+        out["name"] = require_line(values["name"], param="name")
     if "commission" in values:
         out["commission"] = parse_commission(values["commission"])
     if "commission_duration_months" in values:
@@ -110,7 +110,7 @@ def create_program(rt: Runtime, principal: Principal, values: Mapping[str, Any])
     currency = require_currency(values.get("currency"))
     if "commission" not in values:
         raise ValidationError("commission is required", param="commission")
-    require_text(values.get("name"), param="name")
+    require_line(values.get("name"), param="name")
     settings = _settings(values)
 
     def work(tx: Tx) -> Program:

@@ -12,7 +12,7 @@ from refcore.services.access import require_app, require_organization
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal, PrincipalKind
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import require_choice, require_email, require_text
+from refcore.validation import require_choice, require_email, require_line, require_text
 
 _KEY_PREFIXES: dict[tuple[KeyKind, Mode], str] = {
     (KeyKind.APP, Mode.TEST): "key_test_app_",
@@ -190,7 +190,7 @@ def _require_session(principal: Principal) -> str:
 
 def create_organization(rt: Runtime, principal: Principal, name: object) -> Organization:
     user_id = _require_session(principal)
-    text = require_text(name, param="name")
+    text = require_line(name, param="name")
 
     def work(tx: Tx) -> Organization:
         org = Organization(id=tx.new_id("org"), name=text, created_at=tx.now)
@@ -233,7 +233,7 @@ def get_organization(rt: Runtime, principal: Principal, organization_id: str) ->
 
 def create_app(rt: Runtime, principal: Principal, organization_id: object, name: object) -> App:
     org_id = require_text(organization_id, param="organization_id")
-    text = require_text(name, param="name")
+    text = require_line(name, param="name")
 
     def work(tx: Tx) -> App:
         require_organization(tx, principal, org_id)
@@ -249,7 +249,7 @@ def get_app(rt: Runtime, principal: Principal, app_id: str) -> App:
 
 
 def update_app(rt: Runtime, principal: Principal, app_id: str, name: object) -> App:
-    text = require_text(name, param="name")
+    text = require_line(name, param="name")
 
     def work(tx: Tx) -> App:
         app = evolve(require_app(tx, principal, app_id, for_update=True), name=text)
