@@ -86,14 +86,33 @@ def optional_line(value: object, *, param: str, max_length: int = MAX_TEXT) -> s
 
 def optional_ip_address(value: object, *, param: str) -> str | None:
     """An IPv4 or IPv6 address in its usual written form (``2001:db8::1`` for
-    ``2001:0db8:0000::0001``), or ``None``."""
+    ``2001:0db8:0000::0001``, ``192.0.2.1`` for ``::ffff:192.0.2.1``), or ``None``."""
     if value is None:
         return None
     text = require_text(value, param=param, max_length=64)
     try:
-        return str(ipaddress.ip_address(text))
+        return written_ip(ipaddress.ip_address(text))
     except ValueError:
         raise ValidationError(f"{param} must be an IPv4 or IPv6 address", param=param) from None
+
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def unmapped_ip(address: IPAddress) -> IPAddress:
+    """``address``, or the IPv4 address that an IPv4-mapped IPv6 address (``::ffff:192.0.2.1``)
+    stands for. A server listening on ``::`` sees every IPv4 client in the mapped form: one
+    visitor is one address whichever socket it came through, and an IPv4 proxy network
+    (``10.0.0.0/8``) must match its proxies."""
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return address if mapped is None else mapped
+
+
+def written_ip(address: IPAddress) -> str:
+    """The one written form refcore keeps of ``address``: :func:`unmapped_ip`, compressed. Python
+    3.11 writes a mapped address in hexadecimal (``::ffff:c000:201``), which no log or dashboard
+    shows for an IPv4 visitor."""
+    return str(unmapped_ip(address))
 
 
 def require_email(value: object, *, param: str = "email") -> str:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from starlette.requests import Request
 
+from refcore.validation import IPAddress, unmapped_ip
 from refcore_http.endpoints import Visitor
 from refcore_http.request_headers import header
 from refcore_http.settings import Network
@@ -20,28 +21,46 @@ from refcore_http.settings import Network
 MAX_USER_AGENT = 1024
 
 
-def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+#: How a dual-stack socket (a server listening on ``::``) writes an IPv4 client's address.
+_MAPPED_PREFIX = "::ffff:"
+
+
+def _address(text: str) -> IPAddress | None:
     try:
-        return ipaddress.ip_address(text.strip())
+        return unmapped_ip(ipaddress.ip_address(text.strip()))
     except ValueError:
         return None
 
 
-def _trusted(address: str, proxies: Sequence[Network]) -> bool:
-    parsed = _address(address)
-    return parsed is not None and any(parsed in network for network in proxies)
+def _trusted(address: IPAddress, proxies: Sequence[Network]) -> bool:
+    return any(address in network for network in proxies)
+
+
+def _peer(peer: str | None) -> str | None:
+    """The TCP peer as refcore writes it: a mapped IPv4 address as IPv4. Only the mapped form is
+    parsed; every capture passes here, and uvicorn writes the others as ``ipaddress`` would."""
+    if peer is None or not peer.startswith(_MAPPED_PREFIX):
+        return peer
+    address = _address(peer)
+    return peer if address is None else str(address)
 
 
 def client_ip(peer: str | None, forwarded_for: str | None, proxies: Sequence[Network]) -> str | None:
-    if peer is None or not proxies or not _trusted(peer, proxies) or not forwarded_for:
-        return peer
+    if peer is None or not proxies or not forwarded_for:
+        return _peer(peer)
+    seen = _address(peer)
+    if seen is None or not _trusted(seen, proxies):
+        return _peer(peer)
     hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
     for hop in reversed(hops):
-        if _address(hop) is None:
-            return peer  # a malformed chain: believe only the peer we can see
-        if not _trusted(hop, proxies):
-            return hop
-    return hops[0] if hops else peer
+        address = _address(hop)
+        if address is None:
+            return _peer(peer)  # a malformed chain: believe only the peer we can see
+        if not _trusted(address, proxies):
+            return str(address)
+    # Every hop is a trusted proxy: the leftmost is the nearest thing to the visitor.
+    first = _address(hops[0]) if hops else None
+    return _peer(peer) if first is None else str(first)
 
 
 def visitor_of(request: Request, proxies: Sequence[Network]) -> Visitor:

@@ -92,6 +92,20 @@ def test_a_trusted_proxy_names_the_visitor(runtime: Runtime, settings: Settings)
     assert click.visitor_ip == "198.51.100.9"  # type: ignore[attr-defined]
 
 
+def test_a_trusted_proxy_seen_on_a_dual_stack_socket_still_names_the_visitor(
+    runtime: Runtime, settings: Settings
+) -> None:
+    """``refcore serve --host ::`` sees the IPv4 proxy 10.0.0.5 as ``::ffff:10.0.0.5``. That had
+    matched no IPv4 network of ``REFCORE_TRUSTED_PROXIES``, so every visitor was the proxy (and
+    shared its join allowance)."""
+    behind_proxy = Client(create_app(runtime, settings), client_address=("::ffff:10.0.0.5", 40000))
+    tenant = new_tenant(behind_proxy, runtime, "acme")
+    headers = {"X-Forwarded-For": "198.51.100.9"}
+    expect(behind_proxy.post("/v1/capture", json={"via": tenant.link_code}, headers=headers), 201)
+    (click,) = _clicks(runtime)
+    assert click.visitor_ip == "198.51.100.9"  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     ("peer", "forwarded", "visitor"),
     [
@@ -102,6 +116,14 @@ def test_a_trusted_proxy_names_the_visitor(runtime: Runtime, settings: Settings)
         ("10.0.0.5", "not-an-ip, 10.2.2.2", "10.0.0.5"),
         ("10.0.0.5", "2001:db8::1", "2001:db8::1"),
         ("203.0.113.7", "198.51.100.9", "203.0.113.7"),
+        # A server listening on ``::`` sees an IPv4 proxy in the mapped form; it is still the
+        # proxy of 10.0.0.0/8, and every address is kept as IPv4 where it is one.
+        ("::ffff:10.0.0.5", "198.51.100.9", "198.51.100.9"),
+        ("::ffff:10.0.0.5", None, "10.0.0.5"),
+        ("::ffff:203.0.113.7", "198.51.100.9", "203.0.113.7"),
+        ("10.0.0.5", "::ffff:198.51.100.9, ::FFFF:10.1.1.1", "198.51.100.9"),
+        ("10.0.0.5", "2001:DB8:0::1", "2001:db8::1"),
+        ("::ffff:10.0.0.5", "10.1.1.1, 10.2.2.2", "10.1.1.1"),
     ],
 )
 def test_the_visitor_is_the_first_untrusted_hop_from_the_right(
@@ -118,6 +140,26 @@ def test_server_capture_takes_visitor_fields_and_the_key_mode(
     assert click["livemode"] is False
     (stored,) = _clicks(runtime)
     assert (stored.visitor_ip, stored.visitor_user_agent) == ("198.51.100.4", "Agent/1")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("::ffff:198.51.100.4", "198.51.100.4"),
+        ("::FFFF:c633:6404", "198.51.100.4"),
+        ("2001:0DB8:0000::0001", "2001:db8::1"),
+        ("198.51.100.4", "198.51.100.4"),
+    ],
+)
+def test_a_server_captures_visitor_ip_is_kept_in_one_written_form(
+    client: Client, runtime: Runtime, tenant: Tenant, given: str, kept: str
+) -> None:
+    """An IPv4 visitor is one address whether the App's server saw it on an IPv4 or a dual-stack
+    socket: the mapped form is kept as IPv4 (Python 3.11 had written it ``::ffff:c633:6404``)."""
+    body = {"via": tenant.link_code, "visitor_ip": given}
+    expect(client.post("/v1/capture", tenant.live_key, body), 201)
+    (stored,) = _clicks(runtime)
+    assert stored.visitor_ip == kept  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("bad", ["not-an-ip", "198.51.100.256", "198.51.100.4, 10.0.0.1", "::g", ""])
