@@ -36,18 +36,21 @@ def _trusted(address: IPAddress, proxies: Sequence[Network]) -> bool:
     return any(address in network for network in proxies)
 
 
-def _peer(peer: str | None) -> str | None:
-    """The TCP peer as refcore writes it: a mapped IPv4 address as IPv4. Only the mapped form is
-    parsed; every capture passes here, and uvicorn writes the others as ``ipaddress`` would."""
-    if peer is None or not peer.startswith(_MAPPED_PREFIX):
+def _peer(peer: str) -> str:
+    """The TCP peer as refcore writes it: a mapped IPv4 address as IPv4."""
+    if not peer.startswith(_MAPPED_PREFIX):
         return peer
     address = _address(peer)
     return peer if address is None else str(address)
 
 
 def client_ip(peer: str | None, forwarded_for: str | None, proxies: Sequence[Network]) -> str | None:
-    if peer is None or not proxies or not forwarded_for:
-        return _peer(peer)
+    if peer is None:
+        return None
+    if not proxies or not forwarded_for:
+        # Every public capture comes here: only the mapped form is parsed (uvicorn writes the
+        # others as ``ipaddress`` would), and an IPv4 peer is not even looked at twice.
+        return _peer(peer) if ":" in peer else peer
     seen = _address(peer)
     if seen is None or not _trusted(seen, proxies):
         return _peer(peer)
