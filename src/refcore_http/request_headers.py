@@ -43,3 +43,14 @@ def repeated(request: HTTPConnection, name: bytes) -> bool:
     if by_name is not None and len(by_name) == len(raw):
         return False
     return sum(1 for sent, _value in raw if sent == name) > 1
+
+
+def combined(request: HTTPConnection, name: bytes) -> str | None:
+    """Every value of the header ``name``, joined in order by ``", "``: what HTTP says a header
+    sent on several lines means (RFC 9110, 5.3), ``None`` when absent. For ``X-Forwarded-For``,
+    whose proxies may each add a line of their own (HAProxy's ``option forwardfor``): read as its
+    first line alone, the client's own line had been believed over the proxy's (probe M)."""
+    first = header(request, name)
+    if first is None or not repeated(request, name):
+        return first
+    return ", ".join(value.decode("latin-1") for sent, value in request.scope["headers"] if sent == name)

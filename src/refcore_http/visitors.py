@@ -15,7 +15,7 @@ from starlette.requests import Request
 
 from refcore.validation import IPAddress, unmapped_ip
 from refcore_http.endpoints import Visitor
-from refcore_http.request_headers import header
+from refcore_http.request_headers import combined, header
 from refcore_http.settings import Network
 
 MAX_USER_AGENT = 1024
@@ -71,7 +71,7 @@ def visitor_of(request: Request, proxies: Sequence[Network]) -> Visitor:
     peer: str | None = client[0] if client else None
     agent = header(request, b"user-agent")
     # Without a trusted proxy the header is never believed, so it is not even looked up.
-    forwarded_for = header(request, b"x-forwarded-for") if proxies else None
+    forwarded_for = combined(request, b"x-forwarded-for") if proxies else None
     return Visitor(
         ip=client_ip(peer, forwarded_for, proxies),
         user_agent=agent[:MAX_USER_AGENT] if agent else None,

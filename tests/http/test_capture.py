@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from attrs import evolve
 
@@ -88,6 +89,22 @@ def test_a_trusted_proxy_names_the_visitor(runtime: Runtime, settings: Settings)
     tenant = new_tenant(behind_proxy, runtime, "acme")
     headers = {"X-Forwarded-For": "192.0.2.1, 198.51.100.9, 10.0.0.6"}
     expect(behind_proxy.post("/v1/capture", json={"via": tenant.link_code}, headers=headers), 201)
+    (click,) = _clicks(runtime)
+    assert click.visitor_ip == "198.51.100.9"  # type: ignore[attr-defined]
+
+
+def test_forwarded_for_sent_on_several_lines_is_read_as_one_list_in_order(
+    runtime: Runtime, settings: Settings
+) -> None:
+    """RFC 9110: a header sent on several lines is their values joined in order. A proxy that
+    adds a line of its own puts the visitor last; read as its first line alone, the client's own
+    line had named the visitor (probe M)."""
+    behind_proxy = Client(create_app(runtime, settings), client_address=("10.0.0.5", 40000))
+    tenant = new_tenant(behind_proxy, runtime, "acme")
+    raw = [(b"x-forwarded-for", b"6.6.6.6"), (b"x-forwarded-for", b"198.51.100.9")]
+    request = behind_proxy.http.build_request("POST", "/v1/capture", json={"via": tenant.link_code})
+    request.headers = httpx.Headers([*request.headers.raw, *raw])
+    expect(behind_proxy.http.send(request), 201)
     (click,) = _clicks(runtime)
     assert click.visitor_ip == "198.51.100.9"  # type: ignore[attr-defined]
 

@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from attrs import evolve
 
 from refcore.clocks import ManualClock
 from refcore.credentials import digest
@@ -264,6 +265,38 @@ def test_signups_are_limited_per_client_ip(
     # A new window (one hour, on the hour) starts a new count.
     clock.advance(timedelta(hours=1))
     expect(first.post("/v1/join/ipl-partners", json={"email": "p21@x.example", "name": "P"}), 202)
+
+
+def test_an_ipv6_client_is_counted_by_its_64_and_an_address_however_it_is_written(
+    runtime: Runtime, mail_dir: Path, settings: Settings
+) -> None:
+    """Per-IP signups count a client: one IPv6 /64 (a client may send from any of its 2**64
+    addresses), an IPv4 address in its mapped form as itself (probe M: each spelling and each
+    IPv6 address had had an allowance of its own)."""
+    app = create_app(runtime, evolve(settings, join_limit_per_ip=2))
+    new_tenant(Client(app), runtime, "six")
+
+    def join_from(peer: str, n: int) -> int:
+        client = Client(app, client_address=(peer, 1000))
+        return client.post(
+            "/v1/join/six-partners", json={"email": f"s{n}@x.example", "name": "S"}
+        ).status_code
+
+    assert [
+        join_from(peer, n) for n, peer in enumerate(["2001:db8::1", "2001:db8::2", "2001:db8::ffff:1"])
+    ] == [
+        202,
+        202,
+        429,
+    ]
+    assert join_from("2001:db8:0:1::1", 3) == 202  # another /64
+    assert [
+        join_from(peer, n) for n, peer in enumerate(["192.0.2.7", "::ffff:192.0.2.7", "192.0.2.7"], 4)
+    ] == [
+        202,
+        202,
+        429,
+    ]
 
 
 def test_a_refused_signup_uses_no_allowance(client: Client, runtime: Runtime, mail_dir: Path) -> None:

@@ -187,7 +187,10 @@ def start_signup(
         )
         if client_ip is not None:
             rate_limits.take(
-                tx, rate_limits.limit_key("join:ip", client_ip), limit=rules.per_ip, window=rules.window
+                tx,
+                rate_limits.limit_key("join:ip", rate_limits.client_of(client_ip)),
+                limit=rules.per_ip,
+                window=rules.window,
             )
         accepted = SignupAccepted(program_id=program.id, email=address, expires_at=tx.now + rules.token_ttl)
         member = tx.uow.program_affiliates.find_one({"program_id": program.id, "email": address})

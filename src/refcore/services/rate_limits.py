@@ -21,6 +21,7 @@ each server's periodic pruning): the counters do not grow with every signup ever
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
 from datetime import UTC, datetime, timedelta
 
@@ -30,6 +31,7 @@ from refcore.errors import RateLimited
 from refcore.models.signup import RateLimitCounter
 from refcore.representation import timestamp
 from refcore.services.runtime import Tx
+from refcore.validation import unmapped_ip
 
 #: The longest window a limit may have (hosted signups use one hour).
 LONGEST_WINDOW = timedelta(days=1)
@@ -45,6 +47,25 @@ def forgettable_before(now: datetime) -> datetime:
 def limit_key(scope: str, value: str) -> str:
     """A counter key that does not store ``value`` (an address, an IP) in clear."""
     return f"{scope}:{hashlib.sha256(value.encode('utf-8')).hexdigest()}"
+
+
+#: How much of an IPv6 address one client is counted by: a /64, the least a network assigns one
+#: site or device (RFC 6177), from which it may send from any of 2**64 addresses.
+IPV6_CLIENT_PREFIX = 64
+
+
+def client_of(ip: str) -> str:
+    """The part of a client's address that per-IP limits count: an IPv4 address (an IPv4-mapped
+    one unmapped) or an IPv6 address's /64, written one way. Counted by the address as written,
+    ``2001:db8::1`` and ``2001:DB8::1`` had been two clients, and one IPv6 client as many as it
+    had addresses (probe M). Text that is no address is counted as it is."""
+    try:
+        address = unmapped_ip(ipaddress.ip_address(ip))
+    except ValueError:
+        return ip
+    if isinstance(address, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((address, IPV6_CLIENT_PREFIX), strict=False))
+    return str(address)
 
 
 def window_start(moment: datetime, window: timedelta) -> datetime:
