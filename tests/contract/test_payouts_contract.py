@@ -9,6 +9,8 @@ concurrency (threads, each with its own connection) on the SQL stores.
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +25,7 @@ from refcore.errors import ConcurrentWrite, IdempotencyConflict, StateConflict
 from refcore.models import EventType, ProgramAffiliate
 from refcore.models.payout import PayoutBatchStatus, PayoutExecutionStatus, PayoutRequestStatus
 from refcore.rules.entry_status import Balance
-from refcore.services import payout_executions, payout_requests, payouts, revenue
+from refcore.services import payout_accounts, payout_executions, payout_requests, payouts, revenue
 from refcore.services.runtime import Runtime, Tx
 from tests.payouts.races import race_mark_paid_report_and_batch, run_together
 from tests.payouts.world import PayoutWorld, affiliate_key, build_payout_world
@@ -608,3 +610,51 @@ def test_ready_payout_pages_skip_affiliates_that_are_not_ready_and_join_up_on_ev
         runtime, world.session, world.program.id, limit=25, starting_after=expected[-1]
     )
     assert (last_listed.data, last_listed.has_more) == ([], False)
+
+
+def test_ready_payouts_of_more_affiliates_than_one_lookup_reads_carry_their_own_details_and_payout(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """A page's payouts in flight and payout details are read several affiliates a statement
+    (``payouts._LOOKED_UP_TOGETHER``): across more affiliates than one statement reads, in the
+    list and the CSV, each row carries its own affiliate's details and dispatched payout, and an
+    affiliate without details has none."""
+    pw = build_payout_world(runtime, clock, hold_days=0, minimum_payout=1000)
+    world = pw.world
+    made = [world.add_affiliate(f"ally{n}@example.com") for n in range(2 * payouts._LOOKED_UP_TOGETHER + 5)]
+    for n, affiliate in enumerate(made[:10]):
+        pw.earn(5_000 + 100 * n, affiliate)
+    pw.past_hold()
+    dispatched = {e.program_affiliate_id: e for e in pw.dispatch(pw.prepare().id).executions}
+    for n, affiliate in enumerate(made):
+        if n >= 10:
+            pw.earn(5_000 + 100 * n, affiliate)
+        if n % 3 == 0:
+            principal, _secret = affiliate_key(runtime, affiliate)
+            details = {"method": "paypal", "email": f"pay{n}@example.com"}
+            payout_accounts.save_payout_details(runtime, principal, world.program.id, details)
+    pw.past_hold()
+
+    expected = {
+        affiliate.id: (
+            1_000 + 20 * n,
+            f"pay{n}@example.com" if n % 3 == 0 else None,
+            dispatched[affiliate.id].id if n < 10 else None,
+        )
+        for n, affiliate in enumerate(made)
+    }
+    listed = {
+        row.affiliate.id: (
+            row.amount,
+            row.details.email if row.details else None,
+            row.execution.id if row.execution else None,
+        )
+        for row in pw.ready()
+    }
+    assert listed == expected
+    csv_rows = list(
+        csv.DictReader(io.StringIO(payouts.ready_payouts_csv(runtime, world.session, world.program.id)))
+    )
+    assert {
+        row["program_affiliate_id"]: (int(row["amount"]), row["payout_email"] or None) for row in csv_rows
+    } == {affiliate_id: (amount, email) for affiliate_id, (amount, email, _) in expected.items()}

@@ -37,6 +37,7 @@ from refcore.models.payout import (
     PayoutExecution,
     PayoutExecutionStatus,
 )
+from refcore.ports.lookups import Lookup
 from refcore.representation import represent
 from refcore.rules.payouts import csv_cell, is_ready, payout_total
 from refcore.services.balances import live_balance, live_balances
@@ -103,11 +104,7 @@ def _ready_payouts_of(tx: Tx, program: Program, affiliates: list[ProgramAffiliat
     payouts had read entries for every affiliate (0.5 s at 10 thousand entries, 3.9 s at 100
     thousand, when funds_of still loaded all of them). The contract suite holds the two to the
     same sums."""
-    in_flight: dict[str, PayoutExecution] = {}
-    for affiliate in affiliates:
-        execution = _payout_in_flight(tx, affiliate)
-        if execution is not None:
-            in_flight[affiliate.id] = execution
+    in_flight, details = _payouts_and_details_of(tx, affiliates)
     balances = live_balances(tx, [a.id for a in affiliates if a.id not in in_flight])
     found: list[ReadyPayout] = []
     for affiliate in affiliates:
@@ -120,9 +117,41 @@ def _ready_payouts_of(tx: Tx, program: Program, affiliates: list[ProgramAffiliat
             amount, currency = balances[affiliate.id].available, program.currency
             if not is_ready(amount, program.minimum_payout):
                 continue
-        details = tx.uow.payout_details.find_one({"program_affiliate_id": affiliate.id})
-        found.append(ReadyPayout(affiliate, amount, currency, execution, details))
+        found.append(ReadyPayout(affiliate, amount, currency, execution, details.get(affiliate.id)))
     return found
+
+
+#: Affiliates whose payout in flight and payout details one lookup call reads: two joins each,
+#: well inside SQLite's 64 tables a statement, and a whole default page (10) in one call.
+_LOOKED_UP_TOGETHER = 16
+
+
+def _payouts_and_details_of(
+    tx: Tx, affiliates: list[ProgramAffiliate]
+) -> tuple[dict[str, PayoutExecution], dict[str, PayoutDetails]]:
+    """Each affiliate's payout in flight (:func:`_payout_in_flight`) and payout details, by
+    affiliate ID, read :data:`_LOOKED_UP_TOGETHER` affiliates a statement. Read one by one, a
+    page of ten ready payouts had made twenty statements for them: on PostgreSQL twenty round
+    trips, most of the page's 5.5 ms in-process (``bench/history.md``, fortieth session)."""
+    in_flight: dict[str, PayoutExecution] = {}
+    details: dict[str, PayoutDetails] = {}
+    for start in range(0, len(affiliates), _LOOKED_UP_TOGETHER):
+        chunk = affiliates[start : start + _LOOKED_UP_TOGETHER]
+        executions_of = {
+            a.id: Lookup("payout_executions", PayoutExecution, {"live_program_affiliate_id": a.id})
+            for a in chunk
+        }
+        details_of = {
+            a.id: Lookup("payout_details", PayoutDetails, {"program_affiliate_id": a.id}) for a in chunk
+        }
+        found = tx.uow.look_up(*executions_of.values(), *details_of.values())
+        for affiliate_id, execution_lookup in executions_of.items():
+            if (execution := found[execution_lookup]) is not None:
+                in_flight[affiliate_id] = execution
+        for affiliate_id, details_lookup in details_of.items():
+            if (saved := found[details_lookup]) is not None:
+                details[affiliate_id] = saved
+    return in_flight, details
 
 
 def _lock_before_funds(tx: Tx, affiliate: ProgramAffiliate) -> None:
