@@ -174,20 +174,20 @@ def _ready_payouts_in(
 ) -> list[ReadyPayout]:
     """The program's ready payouts, newest affiliate first: of the affiliates older than
     ``before`` (a cursor), and no more than ``wanted`` (a page and one more, to tell has_more).
-    A page reads the balances of as many affiliates as it still lacks rows for, and of more
-    only when some of those were not ready."""
-    affiliates = [
-        affiliate
-        for affiliate in reversed(tx.uow.program_affiliates.find_all({"program_id": program.id}))
-        if before is None or affiliate.id < before
-    ]
+    A page reads as many affiliates as it still lacks rows for, by the (program, ID) index, and
+    more only when some of those were not ready: it had read every affiliate of the program
+    first, whatever the page's size."""
+    where = {"program_id": program.id}
     if wanted is None:
-        return _ready_payouts_of(tx, program, affiliates)
+        return _ready_payouts_of(tx, program, list(reversed(tx.uow.program_affiliates.find_all(where))))
     found: list[ReadyPayout] = []
-    while affiliates and len(found) < wanted:
+    while len(found) < wanted:
         lacking = wanted - len(found)
-        found += _ready_payouts_of(tx, program, affiliates[:lacking])
-        affiliates = affiliates[lacking:]
+        affiliates = tx.uow.program_affiliates.page(where, limit=lacking, before=before)
+        found += _ready_payouts_of(tx, program, affiliates)
+        if len(affiliates) < lacking:
+            break  # the program has no older affiliate
+        before = affiliates[-1].id
     return found
 
 
