@@ -38,7 +38,10 @@ def new_secret(prefix: str) -> str:
 
 
 def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+    """SHA-256 of the secret's UTF-8. An unpaired surrogate (which no issued secret holds) is
+    encoded as it is, so a library caller's such credential is unknown, as any other wrong one,
+    instead of a raw ``UnicodeEncodeError`` (probe L)."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def holds_credential(text: str) -> bool:

@@ -28,7 +28,7 @@ from types import TracebackType
 import psycopg.errors
 from sqlalchemy import exc
 
-from refcore.errors import ConcurrentWrite, InternalError
+from refcore.errors import ConcurrentWrite, InternalError, ValidationError
 
 # SQLite result codes (https://sqlite.org/rescode.html).
 _SQLITE_BUSY = 5
@@ -90,10 +90,24 @@ def translate(error: exc.SQLAlchemyError | sqlite3.Error | psycopg.Error) -> Exc
         return ConcurrentWrite("a concurrent transaction changed the same records; run the work again")
     if original is not None and is_stale_plan(original):
         return ConcurrentWrite("a statement prepared before the schema changed; run the work again")
+    if isinstance(original, psycopg.DataError) and "NUL" in str(original):
+        return _unstorable_text()
     return InternalError("The database could not complete the operation")
 
 
 _DATABASE_ERRORS = (exc.SQLAlchemyError, sqlite3.Error, psycopg.Error)
+
+
+def _unstorable_text() -> ValidationError:
+    """A value that no SQL store can hold was given where the core takes ``str`` and does not check it
+    (an ID a library caller passes): an unpaired UTF-16 surrogate, which the driver cannot encode, or
+    the NUL character, which PostgreSQL's ``text`` cannot hold. The server refuses both where it reads
+    a request; a library caller had got a raw ``UnicodeEncodeError`` or an ``internal_error``
+    (probe L). No record can hold such a value, so nothing is found or written; the memory store,
+    which can hold it, answers as for any unknown ID."""
+    return ValidationError(
+        "A value holds an unpaired UTF-16 surrogate or the NUL character, which no record can hold"
+    )
 
 
 class _Translating:
@@ -110,6 +124,8 @@ class _Translating:
     ) -> None:
         if isinstance(error, _DATABASE_ERRORS):
             raise translate(error) from error
+        if isinstance(error, UnicodeEncodeError):
+            raise _unstorable_text() from error
 
 
 _TRANSLATING = _Translating()

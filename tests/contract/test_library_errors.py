@@ -7,10 +7,14 @@ from __future__ import annotations
 import pytest
 
 from refcore.clocks import ManualClock
-from refcore.errors import Unauthenticated, ValidationError
-from refcore.services import programs, tenancy
+from refcore.errors import NotFound, Unauthenticated, ValidationError
+from refcore.models import EventType, RevenueSource
+from refcore.models.payout import PayoutExecutionStatus
+from refcore.services import payout_executions, programs, revenue, tenancy
+from refcore.services.revenue import DisputeReport, PaymentReport
 from refcore.services.runtime import Runtime
 from tests.contract.scenario import World, build_world
+from tests.payouts.world import build_payout_world
 
 
 @pytest.fixture
@@ -34,3 +38,114 @@ def test_an_unknown_program_status_action_is_a_validation_error_and_changes_noth
 def test_a_credential_that_is_not_text_is_unauthenticated(world: World, credential: object) -> None:
     with pytest.raises(Unauthenticated):
         tenancy.authenticate(world.rt, credential)  # type: ignore[arg-type]
+
+
+# -- enum-valued arguments given as their strings (probe L) ---------------------------------------
+
+
+def test_a_payout_reported_succeeded_as_a_string_is_recorded_succeeded(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """Decisions 5: an execution's ``succeeded`` marks its entries paid. A library caller's
+    ``"succeeded"`` had passed the outcome check (a StrEnum equals its value) and then been
+    recorded as ``failed``, its money released to be paid a second time."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    pw.earn(10_000)
+    pw.past_hold()
+    (execution,) = pw.dispatch(pw.prepare().id).executions
+    reported = payout_executions.report_outcome(
+        runtime,
+        pw.live_key,
+        execution.id,
+        "succeeded",
+        idempotency_key="k-1",  # type: ignore[arg-type]
+    )
+    assert reported.execution.status is PayoutExecutionStatus.SUCCEEDED
+    assert (pw.balance().paid, pw.balance().available) == (2_000, 0)
+    assert [e.type for e in pw.events(EventType.PAYOUT_FAILED)] == []
+    replay = payout_executions.report_outcome(
+        runtime, pw.live_key, execution.id, PayoutExecutionStatus.SUCCEEDED, idempotency_key="k-1"
+    )
+    assert replay.replay
+
+
+@pytest.mark.parametrize("outcome", ["paid", "", None, 1])
+def test_a_payout_outcome_that_is_no_status_is_a_validation_error(
+    runtime: Runtime, clock: ManualClock, outcome: object
+) -> None:
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    pw.earn(10_000)
+    pw.past_hold()
+    (execution,) = pw.dispatch(pw.prepare().id).executions
+    before = pw.world.snapshot()
+    with pytest.raises(ValidationError) as refused:
+        payout_executions.report_outcome(
+            runtime,
+            pw.live_key,
+            execution.id,
+            outcome,
+            idempotency_key="k-1",  # type: ignore[arg-type]
+        )
+    assert refused.value.param == "outcome"
+    assert pw.world.snapshot() == before
+
+
+def test_revenue_reported_with_the_source_as_a_string_is_that_source(world: World) -> None:
+    """Interface 4.1 rule 9: the first positive Live payment locks the App's revenue source. The
+    string ``"api"`` had been taken for processor revenue (compared by identity), and the answer's
+    representation then failed with a raw ``AttributeError``."""
+    customer = world.referred_customer()
+    report = PaymentReport(
+        payment_id="pay_string_source",
+        customer_id=customer.customer.id,
+        program_id=world.program.id,
+        amount=1_000,
+        currency=world.program.currency,
+    )
+    recorded = revenue.record_payment(world.rt, world.scope(), report, source="api")  # type: ignore[arg-type]
+    assert recorded.created and recorded.record.source is RevenueSource.API  # type: ignore[union-attr]
+    app = world.rt.read(lambda tx: tx.uow.apps.get(world.app.id))
+    assert app is not None and app.live_revenue_source is RevenueSource.API
+    with pytest.raises(ValidationError) as refused:
+        revenue.record_payment(world.rt, world.scope(), report, source="stripe")  # type: ignore[arg-type]
+    assert refused.value.param == "source"
+
+
+def test_a_dispute_inquiry_flag_that_is_not_a_boolean_is_a_validation_error(world: World) -> None:
+    """A truthy string had been stored as an inquiry."""
+    payment = world.pay(world.referred_customer(), 1_000).record
+    before = world.snapshot()
+    report = DisputeReport(
+        dispute_id="dp_flag",
+        payment_id=payment.payment_id,
+        status="opened",
+        amount=500,
+        inquiry="yes",  # type: ignore[arg-type,union-attr]
+    )
+    with pytest.raises(ValidationError) as refused:
+        revenue.report_dispute(world.rt, world.scope(), report)
+    assert refused.value.param == "inquiry"
+    assert world.snapshot() == before
+
+
+# -- text no record can hold, in arguments typed str (probe L) -----------------------------------
+
+
+@pytest.mark.parametrize("bad", ["prg_\ud800", "prg_\x00"], ids=["surrogate", "nul"])
+def test_an_id_no_record_can_hold_finds_nothing_or_is_refused_never_a_raw_error(
+    world: World, bad: str
+) -> None:
+    """An ID typed ``str`` is not checked by the core: an SQL store refuses what it cannot encode
+    (``validation_error``), the memory store finds nothing (``program_not_found``). Either is an
+    error of the catalog; a raw ``UnicodeEncodeError`` (SQLite, PostgreSQL) or an
+    ``internal_error`` (PostgreSQL, NUL) had come out before."""
+    before = world.snapshot()
+    with pytest.raises((ValidationError, NotFound)) as refused:
+        programs.get_program(world.rt, world.session, bad)
+    assert not isinstance(refused.value, NotFound) or refused.value.code == "program_not_found"
+    assert world.snapshot() == before
+
+
+def test_a_credential_holding_an_unpaired_surrogate_is_unauthenticated(world: World) -> None:
+    with pytest.raises(Unauthenticated):
+        tenancy.authenticate(world.rt, "key_app_\ud800")

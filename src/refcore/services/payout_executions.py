@@ -49,7 +49,7 @@ from refcore.rules.payouts import payout_total
 from refcore.services.payout_access import execution_for_live_key
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import optional_text
+from refcore.validation import optional_text, require_choice
 
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -284,6 +284,10 @@ def report_outcome(
     ``payout_execution_not_found``, ``live_key_required``, ``state_conflict`` (already settled, other
     than by this very report; canceled; or not dispatched yet), ``idempotency_conflict`` (the key already
     reported another execution of the App)."""
+    # The member, not merely an equal string: a library caller's "succeeded" passed the check
+    # below (a StrEnum equals its value), then failed the identity test that tells success from
+    # failure, and the payout was recorded as failed, its money payable again (probe L).
+    outcome = require_choice(outcome, PayoutExecutionStatus, param="outcome")
     if outcome not in OUTCOMES:
         raise ValidationError("outcome must be succeeded or failed", param="outcome")
     note = optional_text(reason, param="reason", max_length=1000)

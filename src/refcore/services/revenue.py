@@ -46,7 +46,7 @@ from refcore.services.access import check_activity
 from refcore.services.ledger import append_entry, rebalance
 from refcore.services.principal import Scope
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import require_choice, require_text
+from refcore.validation import require_bool, require_choice, require_text
 
 
 @frozen
@@ -113,6 +113,9 @@ def record_payment(
     program_id = require_text(report.program_id, param="program_id")
     amount = require_amount(report.amount, param="amount", positive=False)
     currency = require_currency_format(report.currency)
+    # A library caller's "api" is the member: compared by identity below, the string had
+    # passed for processor revenue and then failed in the answer's representation (probe L).
+    source = require_choice(source, RevenueSource, param="source")
 
     def work(tx: Tx) -> Recorded:
         # Everything the payment reads, in one statement on a SQL store (ports.lookups); the
@@ -195,6 +198,7 @@ def record_unattributed_payment(
     """
     payment_id = require_text(report.payment_id, param="payment_id")
     amount = require_amount(report.amount, param="amount", positive=False)
+    source = require_choice(source, RevenueSource, param="source")
     currency = require_currency_format(report.currency)
 
     def work(tx: Tx) -> Recorded:
@@ -366,6 +370,7 @@ def record_refund(
     payment_id = require_text(report.payment_id, param="payment_id")
     amount = require_amount(report.amount, param="amount", positive=True)
     currency = _reported_currency(report.currency)
+    source = require_choice(source, RevenueSource, param="source")
 
     where = {"app_id": scope.app_id, "mode": scope.mode, "refund_id": refund_id}
 
@@ -446,6 +451,8 @@ def report_dispute(
     status = require_choice(report.status, DisputeStatus, param="status")
     amount = require_amount(report.amount, param="amount", positive=True)
     currency = _reported_currency(report.currency)
+    source = require_choice(source, RevenueSource, param="source")
+    inquiry = require_bool(report.inquiry, param="inquiry")
 
     def same_identity(existing: Dispute | None) -> Dispute | None:
         """The stored dispute, if any, provided this report names the same payment and amount."""
@@ -458,7 +465,7 @@ def report_dispute(
 
     def move_of(existing: Dispute) -> dispute_rules.Move:
         return dispute_rules.classify_report(
-            existing.status, status, current_inquiry=existing.inquiry, reported_inquiry=report.inquiry
+            existing.status, status, current_inquiry=existing.inquiry, reported_inquiry=inquiry
         )
 
     def work(tx: Tx) -> Recorded:
@@ -478,8 +485,8 @@ def report_dispute(
         if move is not dispute_rules.Move.UNCHANGED:  # a replay is answered before any other check
             _require_payment_currency(payment, currency)
         if existing is None:
-            return _open_dispute(tx, scope, payment, dispute_id, status, amount, inquiry=report.inquiry)
-        return _advance_dispute(tx, payment, existing, status, inquiry=report.inquiry)
+            return _open_dispute(tx, scope, payment, dispute_id, status, amount, inquiry=inquiry)
+        return _advance_dispute(tx, payment, existing, status, inquiry=inquiry)
 
     return rt.transaction(work)
 
