@@ -32,7 +32,6 @@ parameters (``/v1/transactions/refunds`` before ``/v1/transactions/:id``).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from functools import cache
 from typing import Any, cast
 
 from attrs import field, frozen
@@ -47,6 +46,7 @@ from refcore.services.runtime import Runtime
 from refcore_http.auth import credential_of, principal_of
 from refcore_http.bodies import decode_object, read_body, structure
 from refcore_http.capture_batches import CaptureBatches
+from refcore_http.cors import allowed_methods, cors_headers
 from refcore_http.endpoints import (
     METHODS_WITHOUT_BODY,
     Api,
@@ -121,26 +121,11 @@ def _render(reply: Reply) -> Response:
     return JsonResponse(reply.body, status_code=reply.status)
 
 
-@cache
-def _cors_headers(allow_origin: str, *, preflight: bool) -> tuple[tuple[bytes, bytes], ...]:
-    """The origin on every answer; what may be sent, and for how long that holds, only on the
-    preflight (``OPTIONS``), the one answer browsers read them from (Fetch standard). Encoded
-    once: each capture appends them to its answer's raw headers, where setting them one by
-    one through Starlette's ``MutableHeaders`` scanned the list each time."""
-    headers = [(b"access-control-allow-origin", allow_origin.encode("latin-1"))]
-    if preflight:
-        headers += [
-            (b"access-control-allow-methods", b"POST, OPTIONS"),
-            (b"access-control-allow-headers", b"Content-Type"),
-            (b"access-control-max-age", b"86400"),
-        ]
-    if allow_origin != "*":
-        headers.append((b"vary", b"Origin"))
-    return tuple(headers)
-
-
-async def handle(request: Request, endpoint: Endpoint, context: Context) -> Response:
-    """The endpoint's answer to ``request``: its reply, or the error it raised in its envelope."""
+async def handle(
+    request: Request, endpoint: Endpoint, context: Context, *, preflight_methods: str | None = None
+) -> Response:
+    """The endpoint's answer to ``request``: its reply, or the error it raised in its envelope.
+    ``preflight_methods``: the path's methods, which a CORS preflight's answer names."""
     try:
         reply = await _shortcut(request, endpoint, context) if endpoint.shortcut is not None else None
         if reply is None:
@@ -155,8 +140,8 @@ async def handle(request: Request, endpoint: Endpoint, context: Context) -> Resp
         log_unhandled(endpoint.method, endpoint.path, exc)
         response = internal_error_response()
     if endpoint.cors:
-        response.raw_headers += _cors_headers(
-            context.settings.cors_allow_origin, preflight=endpoint.method == "OPTIONS"
+        response.raw_headers += cors_headers(
+            context.settings.cors_allow_origin, preflight_methods=preflight_methods
         )
     return response
 
@@ -286,14 +271,23 @@ def _specificity(path: str) -> tuple[int, ...]:
     return tuple(1 if segment.startswith("{") else 0 for segment in path.strip("/").split("/"))
 
 
-def _path_endpoint(
-    by_method: dict[str, Endpoint], context: Context
-) -> Callable[[Request], Awaitable[Response]]:
-    async def endpoint(request: Request) -> Response:
-        method = "GET" if request.method == "HEAD" else request.method
-        return await handle(request, by_method[method], context)
+class PathEndpoint:
+    """What answers one path: dispatches on the method. Starlette's route gets the bound
+    :meth:`answer` (an instance would be taken for an ASGI app). ``cors`` and ``methods`` also
+    serve the path's ``405`` (:func:`refcore_http.errors.http_exception_handler`, which finds
+    them on the method's ``__self__``), which Starlette raises before any endpoint runs."""
 
-    return endpoint
+    def __init__(self, by_method: dict[str, Endpoint], context: Context) -> None:
+        self._by_method = by_method
+        self._context = context
+        self.cors = any(endpoint.cors for endpoint in by_method.values())
+        self.methods = allowed_methods(by_method)
+
+    async def answer(self, request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        endpoint = self._by_method[method]
+        preflight = self.methods if method == "OPTIONS" else None
+        return await handle(request, endpoint, self._context, preflight_methods=preflight)
 
 
 def build_routes(endpoints: Sequence[Endpoint], context: Context) -> list[Route]:
@@ -304,6 +298,6 @@ def build_routes(endpoints: Sequence[Endpoint], context: Context) -> list[Route]
             raise ValueError(f"two endpoints for {endpoint.method} {endpoint.path}")
         methods[endpoint.method] = endpoint
     return [
-        Route(path, _path_endpoint(methods, context), methods=list(methods))
+        Route(path, PathEndpoint(methods, context).answer, methods=list(methods))
         for path, methods in sorted(by_path.items(), key=lambda item: _specificity(item[0]))
     ]

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from refcore.credentials import without_credentials
 from refcore.errors import ErrorKind, RateLimited, RefcoreError
+from refcore_http.cors import allowed_methods, cors_headers
 from refcore_http.json_response import JsonResponse
 from refcore_http.logs import redacted
 
@@ -81,9 +82,16 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     headers = dict(exc.headers or {})
     if exc.status_code == 405:
-        return error_response(
+        # The path's ``PathEndpoint``, which Starlette found by the path alone.
+        route = getattr(request.scope.get("endpoint"), "__self__", None)
+        if "Allow" in headers:
+            headers["Allow"] = allowed_methods(method.strip() for method in headers["Allow"].split(","))
+        response = error_response(
             405, "method_not_allowed", f"{request.method} is not allowed here", headers=headers
         )
+        if getattr(route, "cors", False):  # a browser reads this error too (capture, join)
+            response.raw_headers += cors_headers(request.app.state.settings.cors_allow_origin)
+        return response
     if exc.status_code == 404:
         # The path as the access log writes it: a key pasted into a URL is not sent back.
         return error_response(404, "not_found", f"No route for {redacted(request.url.path)}", headers=headers)

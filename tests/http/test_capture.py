@@ -55,8 +55,18 @@ def test_public_capture_responses_allow_any_origin_even_errors(client: Client, t
     missing = client.post("/v1/capture", json={"via": "no-such-link"}, headers=headers)
     expect(missing, 404, "link_not_found")
     assert missing.headers["access-control-allow-origin"] == "*"
-    # Only capture is open to browsers.
+    # Only capture and the join routes are open to browsers.
     assert "access-control-allow-origin" not in client.get("/v1").headers
+
+
+def test_a_wrong_method_on_capture_still_lets_the_browser_read_the_error(client: Client) -> None:
+    """api.md: capture sends Access-Control-Allow-Origin on every response, errors included;
+    Starlette's own 405 had none."""
+    response = client.get("/v1/capture", headers={"Origin": "https://shop.example"})
+    expect(response, 405, "method_not_allowed")
+    assert response.headers["access-control-allow-origin"] == "*"
+    assert response.headers["allow"] == "OPTIONS, POST"
+    assert "access-control-allow-origin" not in client.request("PUT", "/v1/programs").headers
 
 
 def test_a_configured_origin_is_the_only_one_allowed_and_answers_vary_by_origin(

@@ -93,6 +93,26 @@ def test_a_key_of_one_mode_cannot_connect_the_other(client: Client, runtime: Run
     assert stored_connections(runtime, tenant.app_id) == []
 
 
+def test_a_key_reads_and_lists_only_its_own_modes_connections(client: Client, runtime: Runtime) -> None:
+    """api.md: a key reads and writes its own mode only. A Test key had read and listed the Live
+    connection (its processor account); a session still reads both."""
+    tenant = new_tenant(client, runtime, "acme")
+    live = connect(client, tenant, new_installation(livemode=True))
+    test = connect(client, tenant, new_installation(livemode=False))
+    assert (live["mode"], test["mode"]) == ("live", "test")
+    refused = client.get(f"/v1/processor/connections/{live['id']}", tenant.test_key)
+    assert expect(refused, 409, "mode_mismatch")["error"]["param"] == "id"
+    assert "acct_" not in refused.text
+    expect(client.get(f"/v1/processor/connections/{test['id']}", tenant.live_key), 409, "mode_mismatch")
+    assert expect(client.get(f"/v1/processor/connections/{live['id']}", tenant.live_key), 200) == live
+    for key, own in ((tenant.test_key, test), (tenant.live_key, live)):
+        listed = expect(client.get("/v1/processor/connections", key), 200)
+        assert [c["id"] for c in listed["data"]] == [own["id"]]
+    both = expect(client.get("/v1/processor/connections", tenant.session, app_id=tenant.app_id), 200)
+    assert {c["id"] for c in both["data"]} == {live["id"], test["id"]}
+    expect(client.get(f"/v1/processor/connections/{live['id']}", tenant.session), 200)
+
+
 def test_a_session_names_the_app_and_the_mode(client: Client, runtime: Runtime) -> None:
     tenant = new_tenant(client, runtime, "acme")
     response = client.post("/v1/processor/connect-link", tenant.session, {"mode": "test"})

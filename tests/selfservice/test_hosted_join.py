@@ -60,6 +60,9 @@ def test_the_whole_hosted_signup_ends_in_an_attributed_customer(
     assert page["program"]["id"] == acme.program_id
     assert (page["program"]["name"], page["program"]["currency"]) == ("acme partners", "usd")
     assert page["program"]["commission"] == {"type": "percent", "bps": 2000}
+    # Every object has id, object and created_at (api.md), the public program's too.
+    program = expect(client.get(f"/v1/programs/{acme.program_id}", acme.session), 200)
+    assert page["program"]["created_at"] == program["created_at"]
     assert page["terms"]["text"] == "Terms v2"
     assert page["app"]["name"] == "acme"
     assert page["agreement"]["text"] == "Agreement v1"
@@ -570,3 +573,42 @@ def test_a_refused_signup_says_when_to_retry_in_retry_after(
     assert refused.headers["Retry-After"] == "40"  # 39.5 s left in the hour, rounded up
     clock.advance(timedelta(seconds=int(refused.headers["Retry-After"])))
     expect(client.post("/v1/join/wait-partners", json={"email": "r@x.example", "name": "R"}), 202)
+
+
+# -- browsers on the App's origin (CORS) --------------------------------------------------------
+
+
+def test_the_join_routes_answer_a_browser_on_the_apps_own_origin(
+    client: Client, runtime: Runtime, mail_dir: Path
+) -> None:
+    """The App's sign-up page calls the join routes from the visitor's browser (the per-IP
+    allowance counts the visitor's address): each answers the preflight naming its path's
+    methods, and every answer, errors included, carries Access-Control-Allow-Origin."""
+    new_tenant(client, runtime, "cors")
+    origin = {"Origin": "https://partners.cors.example"}
+    for path, methods in (
+        ("/v1/join/cors-partners", "GET, OPTIONS, POST"),
+        ("/v1/join/cors-partners/confirm", "OPTIONS, POST"),
+    ):
+        preflight = client.request(
+            "OPTIONS", path, headers={**origin, "Access-Control-Request-Method": "POST"}
+        )
+        assert preflight.status_code == 204 and preflight.content == b""
+        assert preflight.headers["access-control-allow-origin"] == "*"
+        assert preflight.headers["access-control-allow-methods"] == methods
+        assert "content-type" in preflight.headers["access-control-allow-headers"].lower()
+    answers = [
+        client.request("GET", "/v1/join/cors-partners", headers=origin),
+        client.post("/v1/join/cors-partners", json={"email": "c@cors.example", "name": "C"}, headers=origin),
+        client.post("/v1/join/cors-partners/confirm", json={"token": "join_nothing"}, headers=origin),
+        client.request("GET", "/v1/join/no-such-program", headers=origin),
+        client.request("DELETE", "/v1/join/cors-partners", headers=origin),
+    ]
+    assert [a.status_code for a in answers] == [200, 202, 400, 404, 405]
+    for answer in answers:
+        assert answer.headers["access-control-allow-origin"] == "*"
+        assert "access-control-allow-methods" not in answer.headers
+    token = token_in(mailbox(mail_dir)[0])
+    confirmed = client.post("/v1/join/cors-partners/confirm", json={"token": token}, headers=origin)
+    assert expect(confirmed, 201)["api_key"]["secret"].startswith("key_aff_")
+    assert confirmed.headers["access-control-allow-origin"] == "*"

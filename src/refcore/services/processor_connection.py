@@ -409,9 +409,12 @@ def disconnect(
 
 def get_connection(rt: Runtime, principal: Principal, connection_id: str) -> ProcessorConnection:
     """A processor connection of the caller's App by ID, active or disconnected
-    (``GET /v1/processor/connections/:id``); the webhook secret is never part of it.
+    (``GET /v1/processor/connections/:id``); the webhook secret is never part of it. An App key
+    reads its own mode's, as it connects and disconnects only its own (a Test key had read the
+    Live account's connection); a session reads either.
 
-    Errors: ``processor_connection_not_found`` (also another tenant's)."""
+    Errors: ``processor_connection_not_found`` (also another tenant's), ``mode_mismatch`` (a key
+    of the other mode)."""
 
     def work(tx: Tx) -> ProcessorConnection:
         connection = tx.uow.processor_connections.get(connection_id)
@@ -421,6 +424,12 @@ def get_connection(rt: Runtime, principal: Principal, connection_id: str) -> Pro
             require_app(tx, principal, connection.app_id)
         except NotFound:
             raise NotFound.of("processor_connection", connection_id) from None
+        if principal.mode is not None and connection.mode is not principal.mode:
+            raise ModeMismatch(
+                f"{connection_id} is a {connection.mode.value} connection but the key is "
+                f"{principal.mode.value} mode",
+                param="id",
+            )
         return connection
 
     return rt.read(work)
@@ -434,17 +443,21 @@ def list_connections(
     limit: object = None,
     starting_after: str | None = None,
 ) -> Page[ProcessorConnection]:
-    """The App's connections of both modes, active and disconnected, newest first.
+    """The App's connections, active and disconnected, newest first: of both modes for a
+    session, of its own mode for an App key (a list never mixes what a key may not read).
 
     ``GET /v1/processor/connections``. Errors: ``validation_error`` (``app_id`` with a session,
     ``limit``), ``app_not_found``, ``invalid_starting_after``."""
     target_app = _target_app_id(principal, app_id)
+    where: dict[str, object] = {"app_id": target_app}
+    if principal.mode is not None:
+        where["mode"] = principal.mode
 
     def work(tx: Tx) -> Page[ProcessorConnection]:
         require_app(tx, principal, target_app)
         return paginate(
             tx.uow.processor_connections,
-            {"app_id": target_app},
+            where,
             prefix=CONNECTION_PREFIX,
             limit=limit,
             starting_after=starting_after,

@@ -19,7 +19,7 @@ from refcore.ports.mailer import Mailer
 from refcore.representation import JsonObject, represent, represent_commission_terms, timestamp
 from refcore.services import join
 from refcore.services.join import JoinPolicy
-from refcore_http.endpoints import PUBLIC, Call, Endpoint, Output, Reply, created, ok, returns
+from refcore_http.endpoints import NO_CONTENT, PUBLIC, Call, Endpoint, Output, Reply, created, ok, returns
 from refcore_http.mailers import open_mailer
 from refcore_http.routes.app_profile import logo_url, represent_agreement
 from refcore_http.schemas import BOOLEAN, INTEGER, OBJECTS, STRING, TIMESTAMP, enum, nullable, ref, shape
@@ -66,6 +66,7 @@ def _public_program(program: Program) -> JsonObject:
     return {
         "id": program.id,
         "object": "program",
+        "created_at": timestamp(program.created_at),
         "name": program.name,
         "slug": program.slug,
         "currency": program.currency,
@@ -130,7 +131,19 @@ def confirm_join(call: Call) -> Reply:
     )
 
 
+def join_page_preflight(call: Call) -> Reply:
+    """CORS preflight of the App's sign-up page (:mod:`refcore_http.cors`); the dispatcher adds
+    the Access-Control headers."""
+    return Reply(body=None, status=204)
+
+
+def join_confirm_preflight(call: Call) -> Reply:
+    """As :func:`join_page_preflight`, for the confirmation the page posts."""
+    return Reply(body=None, status=204)
+
+
 _TAGS = ("join",)
+_BROWSERS = " Browsers on any origin may call it (CORS; REFCORE_CORS_ALLOW_ORIGIN names one instead)."
 
 ROUTES = (
     Endpoint(
@@ -140,8 +153,9 @@ ROUTES = (
         show_join_page,
         PUBLIC,
         returns("JoinPage"),
+        cors=True,
         tags=_TAGS,
-        description="Public. A disabled program has no join page (404 program_not_found).",
+        description="Public. A disabled program has no join page (404 program_not_found)." + _BROWSERS,
     ),
     Endpoint(
         "POST",
@@ -151,9 +165,20 @@ ROUTES = (
         PUBLIC,
         Output(schema="JoinRequest", statuses=(202,), errors=(429,)),
         body=JoinBody,
+        cors=True,
         tags=_TAGS,
         description="Public. Rate-limited per e-mail address and per client IP (429 rate_limited). "
-        "The answer never contains the token: only the mailbox owner receives it.",
+        "The answer never contains the token: only the mailbox owner receives it." + _BROWSERS,
+    ),
+    Endpoint(
+        "OPTIONS",
+        "/v1/join/:programSlug",
+        "CORS preflight for the App's sign-up page",
+        join_page_preflight,
+        PUBLIC,
+        NO_CONTENT,
+        cors=True,
+        tags=_TAGS,
     ),
     Endpoint(
         "POST",
@@ -163,8 +188,20 @@ ROUTES = (
         PUBLIC,
         returns("JoinConfirmation", 201),
         body=ConfirmBody,
+        cors=True,
         tags=_TAGS,
-        description="Public. An unknown, expired (24 h) or already used token is 400 invalid_signup_token.",
+        description="Public. An unknown, expired (24 h) or already used token is 400 invalid_signup_token."
+        + _BROWSERS,
+    ),
+    Endpoint(
+        "OPTIONS",
+        "/v1/join/:programSlug/confirm",
+        "CORS preflight for the App's sign-up page",
+        join_confirm_preflight,
+        PUBLIC,
+        NO_CONTENT,
+        cors=True,
+        tags=_TAGS,
     ),
 )
 
@@ -172,6 +209,7 @@ _PUBLIC_PROGRAM = shape(
     {
         "id": STRING,
         "object": {"const": "program"},
+        "created_at": TIMESTAMP,
         "name": STRING,
         "slug": STRING,
         "currency": STRING,
