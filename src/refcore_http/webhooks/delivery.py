@@ -33,12 +33,12 @@ import httpcore
 import httpx
 from attrs import field, frozen
 
+from refcore_http.webhooks.host_lookups import HostLookups
 from refcore_http.webhooks.ssrf import (
     BlockedDestination,
     IPAddress,
     Resolver,
     checked_addresses,
-    system_resolver,
 )
 
 TIMEOUT_SECONDS = 3.0
@@ -217,13 +217,14 @@ class Deliverer:
         allow_private_networks: bool = False,
         ca_bundle: str | None = None,
         timeout_seconds: float = TIMEOUT_SECONDS,
-        resolver: Resolver = system_resolver,
+        resolver: Resolver | None = None,
         network_backend: httpcore.AsyncNetworkBackend | None = None,
     ) -> None:
         self._allow_private = allow_private_networks
         self._tls = tls_context(ca_bundle)
         self._timeout = timeout_seconds
-        self._resolver = resolver
+        # Its own lookups, not the event loop's pool: see host_lookups.
+        self._resolver = resolver if resolver is not None else HostLookups()
         self._network = network_backend or httpcore.AnyIOBackend()
 
     async def deliver(self, url: str, body: bytes, headers: Mapping[str, str]) -> Outcome:
