@@ -74,8 +74,12 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from refcore_http.app import create_app
+    from refcore_http.webhooks.keys import require_secret_key
 
     settings = _settings(args)
+    # Before the store is opened: a start that will be refused must not migrate the database
+    # (in a fleet, a shared one) or issue a session first (probe M).
+    require_secret_key(settings)
     store = _open(settings)
     try:
         if settings.migrate_on_start:

@@ -52,9 +52,15 @@ def parse_networks(value: str | tuple[str, ...] | list[str], *, name: str) -> tu
     return tuple(networks)
 
 
+def _digits(text: str) -> bool:
+    """Whether ``text`` is ASCII digits: ``str.isdigit`` also takes ``²`` or ``٣``, which ``int``
+    refuses with a traceback instead of this module's one-line error (probe M)."""
+    return text.isascii() and text.isdigit()
+
+
 def _port(value: object, *, name: str) -> int:
     text = str(value)
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not _digits(text) or not 0 < int(text) < 65536:
         raise SettingsError(f"{name} must be a port number from 1 to 65535")
     return int(text)
 
@@ -195,14 +201,14 @@ def _mailer(value: str) -> str:
 
 def _positive(value: str, *, name: str) -> int:
     text = value.strip()
-    if not text.isdigit() or not 0 < int(text) <= 1_000_000:
+    if not _digits(text) or not 0 < int(text) <= 1_000_000:
         raise SettingsError(f"{name} must be a whole number from 1 to 1000000")
     return int(text)
 
 
 def _count(value: str, *, name: str) -> int:
     text = value.strip()
-    if not text.isdigit() or int(text) > 1_000_000:
+    if not _digits(text) or int(text) > 1_000_000:
         raise SettingsError(f"{name} must be a whole number from 0 to 1000000")
     return int(text)
 
@@ -212,7 +218,7 @@ def _session_ttl_hours(value: object, *, name: str) -> int:
     than read as "never expire" or "sessions off": either would be a surprise in a setting whose
     purpose is that sessions end."""
     text = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
-    if not text.isdigit() or not 0 < int(text) <= MAX_SESSION_TTL_HOURS:
+    if not _digits(text) or not 0 < int(text) <= MAX_SESSION_TTL_HOURS:
         raise SettingsError(f"{name} must be a whole number of hours from 1 to {MAX_SESSION_TTL_HOURS}")
     return int(text)
 

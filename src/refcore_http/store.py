@@ -57,6 +57,12 @@ def is_memory(database_url: str) -> bool:
     return database_url.strip().lower().startswith("memory:")
 
 
+def is_postgresql(database_url: str) -> bool:
+    """``postgresql://…`` and the driver-named ``postgresql+psycopg://…`` (and ``postgres://``)."""
+    scheme = database_url.strip().lower().partition(":")[0]
+    return scheme in ("postgres", "postgresql") or scheme.startswith("postgresql+")
+
+
 def open_store(
     database_url: str,
     *,

@@ -229,3 +229,19 @@ def test_bad_signup_mail_settings_stop_serve(
     printed = capsys.readouterr()
     assert calls == [] and printed.err.startswith(f"refcore: {variable} must be")
     assert printed.err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("REFCORE_PORT", "\u00b2"),
+        ("REFCORE_WORKER_THREADS", "\u00b2"),
+        ("REFCORE_DB_POOL_SIZE", "\u00b3"),
+        ("REFCORE_SESSION_TTL_HOURS", "\u0663"),
+    ],
+)
+def test_digits_other_than_ascii_are_a_settings_error_not_a_traceback(variable: str, value: str) -> None:
+    """``str.isdigit`` takes superscripts and other scripts' digits, which ``int`` refuses with a
+    ``ValueError`` (probe M: a 20-line traceback instead of the one-line error, exit 2)."""
+    with pytest.raises(SettingsError, match=variable):
+        Settings.from_env({variable: value})

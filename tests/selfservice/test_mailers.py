@@ -136,7 +136,17 @@ def test_mailer_settings_that_are_understood(value: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", ["sendmail", "file:", "smtp://", "smtp://host:99999", "smtps://host", "smtp://u:p@host:25"]
+    "value",
+    [
+        "sendmail",
+        "file:",
+        "smtp://",
+        "smtp://host:99999",
+        "smtp://host:0",
+        "smtp://host:²",
+        "smtps://host",
+        "smtp://u:p@host:25",
+    ],
 )
 def test_mailer_settings_that_are_refused_stop_the_server_at_start(value: str) -> None:
     with pytest.raises(SettingsError, match="REFCORE_MAILER"):

@@ -14,6 +14,7 @@ on the same database URL before the servers start; the servers are then driven o
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import signal
 import socket
@@ -66,6 +67,9 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+_SECRET_KEY = "multiprocess-test-key-" + "0" * 16
+
+
 class Server:
     """One ``refcore serve`` process on a free loopback port."""
 
@@ -86,6 +90,9 @@ class Server:
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            # One key for every server on the database, as deployment.md asks (PostgreSQL refuses
+            # to start without one).
+            env={**os.environ, "REFCORE_SECRET_KEY": _SECRET_KEY},
         )
         self._wait_until_ready(log)
 

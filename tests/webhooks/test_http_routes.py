@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from attrs import evolve
 from starlette.applications import Starlette
 from starlette.exceptions import StarletteDeprecationWarning
 
@@ -270,3 +271,42 @@ def test_refcore_serve_refuses_a_public_interface_without_the_key(
     assert status == 2
     assert started == []
     assert "REFCORE_SECRET_KEY is required" in capsys.readouterr().err
+
+
+def test_a_refused_start_leaves_the_database_as_it_was(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Probe M: the key was checked after migrating and after --print-session had issued a
+    session; in a fleet a mis-set release migrated the shared database before refusing."""
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("the server must not start"))
+    monkeypatch.delenv("REFCORE_SECRET_KEY", raising=False)
+    path = tmp_path / "refcore.db"
+    argv = [
+        "serve",
+        "--database-url",
+        f"sqlite:///{path}",
+        "--host",
+        "0.0.0.0",
+        "--print-session",
+        "a@b.example",
+    ]
+
+    assert cli.main(argv) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and "REFCORE_SECRET_KEY is required" in printed.err
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://postgres@127.0.0.1:5432/none", "postgresql+psycopg://h/db", "postgres://h/db"]
+)
+def test_a_postgresql_server_needs_the_key_even_on_loopback(url: str) -> None:
+    """Probe M: processes sharing one PostgreSQL sit behind a proxy on loopback, where the
+    development key had been allowed; one started without the key sealed a rotated webhook
+    secret with the public key, and every keyed process then failed that App's deliveries."""
+    settings = Settings(host="127.0.0.1", database_url=url, secret_key=None)
+    with pytest.raises(SettingsError, match="REFCORE_SECRET_KEY is required with PostgreSQL"):
+        keys.require_secret_key(settings)
+    keys.require_secret_key(evolve(settings, secret_key="k" * 32))  # with a key it starts

@@ -46,9 +46,12 @@ def parse_mailer_spec(value: str) -> MailerSpec:
     if text.startswith("smtp://"):
         parts = urlsplit(text)
         try:
-            port = parts.port or 25
+            given = parts.port
         except ValueError:
-            raise ValueError("the SMTP port must be a number from 1 to 65535") from None
+            given = 0
+        if given == 0:  # 0, out of range or not a number; an omitted port is None
+            raise ValueError("the SMTP port must be a number from 1 to 65535")
+        port = given or 25
         if not parts.hostname or parts.path not in ("", "/") or parts.query or parts.username:
             raise ValueError("write the SMTP server as smtp://host:port")
         return MailerSpec(kind="smtp", host=parts.hostname, port=port)

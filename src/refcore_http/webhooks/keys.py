@@ -24,7 +24,7 @@ from typing import TextIO
 
 from refcore.crypto import SecretBox
 from refcore_http.settings import Settings, SettingsError
-from refcore_http.store import is_memory
+from refcore_http.store import is_memory, is_postgresql
 
 #: Public, therefore protecting nothing; only ever used on loopback and announced loudly.
 DEVELOPMENT_SECRET_KEY = "refcore-development-key:not-secret:set-REFCORE_SECRET_KEY"
@@ -46,11 +46,22 @@ def effective_secret_key(settings: Settings) -> str:
 
 
 def require_secret_key(settings: Settings, *, stderr: TextIO | None = None) -> None:
-    """Refuse to serve a database beyond loopback without ``REFCORE_SECRET_KEY``; otherwise warn
-    (once per process) that the public development key is in use."""
+    """Refuse to serve a database beyond loopback, or a PostgreSQL database anywhere, without
+    ``REFCORE_SECRET_KEY``; otherwise warn (once per process) that the public development key is
+    in use.
+
+    PostgreSQL is where several processes share one database, behind a proxy that reaches them on
+    loopback: one process started without the key had encrypted a rotated webhook secret with
+    the public key, and every keyed process then failed that App's deliveries, while its own
+    deliveries of secrets sealed with the real key failed too (probe M)."""
     global _warned
     if settings.secret_key is not None:
         return
+    if is_postgresql(settings.database_url):
+        raise SettingsError(
+            "REFCORE_SECRET_KEY is required with PostgreSQL: every process sharing the database must "
+            "encrypt webhook signing secrets with the same key (a random string of 32+ characters)"
+        )
     if not is_loopback_host(settings.host) and not is_memory(settings.database_url):
         raise SettingsError(
             f"REFCORE_SECRET_KEY is required to serve on {settings.host}: set it to a random string of "
