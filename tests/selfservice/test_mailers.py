@@ -7,6 +7,7 @@ import email.policy
 import io
 import socketserver
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -15,6 +16,7 @@ import pytest
 
 from refcore.ports.mailer import Message
 from refcore_http.mailers import ConsoleMailer, FileMailer, SmtpMailer, open_mailer, parse_mailer_spec
+from refcore_http.mailers.smtp import RelayBusy
 from refcore_http.settings import Settings, SettingsError
 from tests.selfservice.world import mailbox
 
@@ -119,6 +121,40 @@ def test_an_unreachable_smtp_server_raises() -> None:
         port = probe.getsockname()[1]  # bound but not listening: connections are refused
         with pytest.raises(OSError):
             SmtpMailer("127.0.0.1", port, sender="x@y.example", timeout=2).send(MESSAGE)
+
+
+def test_a_hanging_relay_holds_at_most_two_sending_threads_and_the_next_message_fails_at_once() -> None:
+    """Probe M: a relay that accepts and never answers held a worker thread for each join, all
+    eight of them, and every write of the server waited. Two messages at most wait on the relay;
+    a third fails at once with ``RelayBusy`` (the join answers "try again later")."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # accepts, never speaks: smtplib waits for the greeting
+        port = listener.getsockname()[1]
+        mailer = SmtpMailer("127.0.0.1", port, sender="x@y.example", timeout=1.0)
+        outcomes: list[BaseException | None] = []
+
+        def send() -> None:
+            try:
+                mailer.send(MESSAGE)
+            except BaseException as exc:  # recorded for the assertions
+                outcomes.append(exc)
+
+        waiting = [threading.Thread(target=send) for _ in range(2)]
+        for thread in waiting:
+            thread.start()
+        time.sleep(0.2)
+        started = time.perf_counter()
+        with pytest.raises(RelayBusy):
+            mailer.send(MESSAGE)
+        assert time.perf_counter() - started < 0.1
+        for thread in waiting:
+            thread.join(5)
+        assert len(outcomes) == 2 and all(isinstance(o, OSError) for o in outcomes)  # timed out
+        with pytest.raises(OSError):  # the slots are free again: it tries, and times out
+            mailer.send(MESSAGE)
 
 
 @pytest.mark.parametrize(
