@@ -26,11 +26,15 @@ def test_answers_are_compact_utf_8_json_in_the_standard_encoders_exact_bytes(
     client: Client, runtime: Runtime
 ) -> None:
     tenant = new_tenant(client, runtime, "bytes")
-    created = client.post("/v1/organizations", tenant.session, {"name": 'Café ☕ 東京 "quoted" \\ \n'})
+    created = client.post("/v1/organizations", tenant.session, {"name": 'Café ☕ 東京 "quoted" \\'})
     expect(created, 201)
     listed = client.get("/v1/organizations", tenant.session)
     page = client.get("/v1/commissions", tenant.live_key)
-    for response in (created, listed, page):
+    # A name is one line; an agreement's text may hold the control characters JSON escapes.
+    text = {"text": 'Terms:\n\t"quoted" \\ \u0001 Café'}
+    agreement = client.patch(f"/v1/apps/{tenant.app_id}/agreement", tenant.session, text)
+    expect(agreement, 200)
+    for response in (created, listed, page, agreement):
         assert response.headers["content-type"] == "application/json"
         assert response.content == _standard_bytes(response)
     assert "Café ☕ 東京".encode() in created.content  # UTF-8 as is, not \\u escapes
