@@ -91,6 +91,7 @@ OBJECTS: dict[str, JsonObject] = {
             },
         }
     ),
+    "Health": shape({"object": {"const": "health"}, "store": {"const": "ok"}}),
     "OpenApiDocument": shape(
         {
             "openapi": STRING,

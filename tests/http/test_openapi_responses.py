@@ -181,6 +181,7 @@ def _tenancy_and_programs(w: Walk) -> None:
     c, t, session = w.client, w.tenant, w.tenant.session
     expect(c.get("/v1"), 200)
     expect(c.get("/v1/openapi.json"), 200)
+    expect(c.get("/v1/health"), 200)
     expect(c.get("/v1/organizations", session), 200)
     expect(c.get(f"/v1/organizations/{t.organization_id}", session), 200)
     expect(c.get("/v1/apps", session), 200)

@@ -33,6 +33,11 @@ def test_an_unknown_path_is_a_not_found_envelope(client: Client) -> None:
         assert set(body) == {"error"} and body["error"]["message"]
 
 
+def test_health_reads_the_store_and_needs_no_credential(client: Client) -> None:
+    """The failing case, a database that refuses connections: tests/sqlstore/test_health.py."""
+    assert expect(client.get("/v1/health"), 200) == {"object": "health", "store": "ok"}
+
+
 def test_a_trailing_slash_is_not_redirected(client: Client) -> None:
     expect(client.get("/v1/"), 404, "not_found")
     expect(client.get("/v1/apps/"), 404, "not_found")

@@ -1,7 +1,9 @@
-"""``GET /v1`` and ``GET /v1/openapi.json``: the API describing itself (generated, never hand-kept)."""
+"""``GET /v1`` and ``GET /v1/openapi.json``: the API describing itself (generated, never hand-kept);
+``GET /v1/health``: whether the process can reach its database."""
 
 from __future__ import annotations
 
+from refcore.services.health import check_store
 from refcore_http.endpoints import PUBLIC, Call, Endpoint, Reply, ok, returns
 
 
@@ -11,6 +13,11 @@ def show_index(call: Call) -> Reply:
 
 def show_openapi(call: Call) -> Reply:
     return ok(call.api.openapi)
+
+
+def show_health(call: Call) -> Reply:
+    check_store(call.runtime)
+    return ok({"object": "health", "store": "ok"})
 
 
 ROUTES = (
@@ -25,5 +32,16 @@ ROUTES = (
         PUBLIC,
         returns("OpenApiDocument"),
         tags=("index",),
+    ),
+    Endpoint(
+        "GET",
+        "/v1/health",
+        "Whether this process can read its database (a readiness check)",
+        show_health,
+        PUBLIC,
+        returns("Health"),
+        tags=("index",),
+        description="Public. 200 once a real read of the store succeeded; 500 internal_error when the "
+        "database cannot be reached (GET /v1 answers from memory and does not tell).",
     ),
 )
