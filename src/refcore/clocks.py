@@ -12,12 +12,14 @@ class SystemClock:
 
 
 def _aware(moment: datetime) -> datetime:
-    """``moment``, if it has a time zone. The clock port promises aware moments: a naive one
-    had been stored as it was by the memory store (and shown in the machine's local time) and
-    refused by SQLite with an opaque ``internal_error``."""
+    """``moment`` in UTC, if it has a time zone. The clock port promises aware UTC moments: a naive
+    one had been stored as it was by the memory store (and shown in the machine's local time) and
+    refused by SQLite with an opaque ``internal_error``; one at ``+05:30`` had been kept at that
+    offset by the memory store and in UTC by the SQL stores, so the stores' models differed
+    (probe L). The same instant, converted."""
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError(f"a clock's moments must have a time zone: {moment!r} has none")
-    return moment
+    return moment.astimezone(UTC)
 
 
 class ManualClock:
@@ -36,6 +38,6 @@ class ManualClock:
             self._now += delta
 
     def set(self, moment: datetime) -> None:
-        _aware(moment)
+        utc = _aware(moment)
         with self._lock:
-            self._now = moment
+            self._now = utc

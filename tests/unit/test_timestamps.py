@@ -40,3 +40,13 @@ def test_a_manual_clock_refuses_a_moment_without_a_time_zone() -> None:
     with pytest.raises(ValueError, match="time zone"):
         clock.set(datetime(2026, 3, 2))
     assert clock.now() == datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def test_a_manual_clock_gives_the_moment_it_is_told_in_utc() -> None:
+    """The port promises UTC: a clock started at ``+05:30`` had given that offset, which the
+    memory store kept and the SQL stores converted, so the stores' models differed (probe L)."""
+    india = timezone(timedelta(hours=5, minutes=30))
+    clock = ManualClock(datetime(2026, 3, 1, 5, 30, tzinfo=india))
+    assert clock.now() == datetime(2026, 3, 1, tzinfo=UTC) and clock.now().tzinfo is UTC
+    clock.set(datetime(2026, 3, 2, 6, 0, tzinfo=india))
+    assert clock.now() == datetime(2026, 3, 2, 0, 30, tzinfo=UTC) and clock.now().tzinfo is UTC
