@@ -6,6 +6,7 @@ adapter.
 
 from refcore.ports.clock import Clock
 from refcore.ports.ids import IdGenerator
+from refcore.ports.mailer import Mailer, Message
 from refcore.ports.notifier import EventNotifier
 from refcore.ports.outbox import EventOutbox
 from refcore.ports.repository import Repository
@@ -16,6 +17,8 @@ __all__ = [
     "EventNotifier",
     "EventOutbox",
     "IdGenerator",
+    "Mailer",
+    "Message",
     "Repository",
     "UnitOfWork",
     "UnitOfWorkFactory",
