@@ -462,6 +462,9 @@ events = Table(
     _time("claimed_at", nullable=True),
     _time("delivered_at", nullable=True),
     Index(None, "app_id", "id"),
+    # GET /v1/events: a mode's events, and a mode's events of one type, one range each (0017).
+    Index(None, "app_id", "livemode", "id"),
+    Index(None, "app_id", "livemode", "type", "id"),
     # The outbox: only undelivered events, oldest first, whatever the size of history.
     Index(
         "ix_events_undelivered",

@@ -21,9 +21,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from attrs import evolve
+
 from refcore.clocks import ManualClock
 from refcore.models import DisputeStatus, Mode
-from refcore.services import activity, affiliate_links, affiliates, commissions, payouts, programs, tenancy
+from refcore.services import (
+    activity,
+    affiliate_links,
+    affiliates,
+    commissions,
+    events,
+    payouts,
+    programs,
+    tenancy,
+)
 from refcore.services.activity import ActivityQuery
 from refcore_sqlstore import SqlStore, lookups
 from tests.contract.scenario import World, build_world
@@ -99,6 +110,13 @@ def _workload(store: SqlStore) -> None:
     payouts.list_ready_payouts(rt, session, world.program.id)
     payouts.mark_paid(rt, session, world.affiliate.id)
     payouts.list_batches(rt, session, program_id=world.program.id)
+    for environment in ("live", "test"):
+        for kind in (None, "commission.created", "webhook.test"):
+            query = events.EventQuery(app_id=world.app.id, environment=environment, type=kind, limit=1)
+            page = events.list_events(rt, session, query)
+            if page.data:
+                after = evolve(query, starting_after=page.data[0].id)
+                events.list_events(rt, session, after)
     store.outbox.claim(now=clock.now(), limit=10, lease_seconds=60)
 
 
@@ -218,3 +236,45 @@ def test_a_balance_reads_its_payouts_sums_from_one_row_not_the_payouts(sql_store
             raw.rollback()
     finally:
         raw.close()
+
+
+def _index_names(store: SqlStore, statement: str, parameters: Any) -> set[str]:
+    """The indexes the database would read ``statement`` from (sorts and sequential scans priced
+    out on PostgreSQL, as above)."""
+    raw = engine_of(store).raw_connection()
+    try:
+        cursor = raw.cursor()
+        if store.dialect == "sqlite":
+            steps = [row[3] for row in cursor.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+            return {word for step in steps for word in step.split() if word.startswith("ix_")}
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_sort = off")
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", parameters)
+        document = cursor.fetchone()[0]
+        plan = (document if isinstance(document, list) else json.loads(document))[0]["Plan"]
+        raw.rollback()
+        return {node["Index Name"] for node in _plan_nodes(plan) if "Index Name" in node}
+    finally:
+        raw.close()
+
+
+def test_a_page_of_events_reads_its_modes_range_of_the_events_indexes(sql_store: SqlStore) -> None:
+    """Migration 0017: a page of ``GET /v1/events`` is a range of ``(app_id, livemode, id)``, or of
+    ``(app_id, livemode, type, id)`` with ``type``, never the App's whole history through
+    ``(app_id, id)`` stepping over the other mode's events and other types."""
+    clock = ManualClock()
+    world = build_world(sql_store.runtime(clock=clock), clock, hold_days=0)
+    world.pay(world.referred_customer(), 10_000)
+    expected = {
+        None: "ix_events_app_id_livemode_id",
+        "commission.created": "ix_events_app_id_livemode_type_id",
+        "webhook.test": "ix_events_app_id_livemode_type_id",
+    }
+    for kind, index in expected.items():
+        query = events.EventQuery(app_id=world.app.id, environment="test", type=kind)
+        with recorded_selects(sql_store) as statements:
+            events.list_events(world.rt, world.session, query)
+        pages = [(s, p) for s, p in statements if "FROM events" in s]
+        assert pages, kind
+        for statement, parameters in pages:
+            assert _index_names(sql_store, statement, parameters) == {index}, (kind, statement)
