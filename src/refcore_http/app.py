@@ -25,7 +25,17 @@ from refcore_http.literal_routes import LiteralPathApp, LiteralPathRouter
 from refcore_http.openapi import build_index, build_openapi
 from refcore_http.pruning import Prune
 from refcore_http.routes import affiliate_self as affiliate_self_routes
-from refcore_http.routes import affiliates, index, payouts, programs, revenue, tenancy, tracking, webhooks
+from refcore_http.routes import (
+    affiliates,
+    events,
+    index,
+    payouts,
+    programs,
+    revenue,
+    tenancy,
+    tracking,
+    webhooks,
+)
 from refcore_http.routes import app_profile as app_profile_routes
 from refcore_http.routes import join as join_routes
 from refcore_http.routes import processor as processor_routes
@@ -44,6 +54,7 @@ AREAS: tuple[Sequence[Endpoint], ...] = (
     programs.ROUTES,
     affiliates.ROUTES,
     webhooks.ROUTES,
+    events.ROUTES,
     payouts.ROUTES,
     processor_routes.ROUTES,
     join_routes.ROUTES,

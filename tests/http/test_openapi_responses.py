@@ -271,6 +271,8 @@ def _webhooks(w: Walk) -> None:
     asyncio.run(dispatcher.drain())
     deliveries = expect(c.get(f"{hook}/deliveries", session), 200)["data"]
     expect(c.get(f"{hook}/deliveries/{deliveries[0]['id']}", session), 200)
+    listed = expect(c.get("/v1/events", session, app_id=t.app_id, environment="test"), 200)["data"]
+    expect(c.get(f"/v1/events/{listed[0]['id']}", session), 200)
     expect(c.delete(hook, session), 200)
 
 
