@@ -49,6 +49,8 @@ class World:
     #: An affiliate key of each tenant's affiliate, by App ID (hosted signups issue these).
     affiliate_keys: dict[str, str]
     processor_connection_id: str
+    #: An event (``whev_``) of tenant A's Live activity.
+    live_event_id: str
 
 
 @dataclass
@@ -158,6 +160,7 @@ def world(client: Client, runtime: Runtime, clock: ManualClock) -> World:
         )["current"]["id"],
         affiliate_keys={t.app_id: _affiliate_key(runtime, t) for t in (a, b)},
         processor_connection_id=_processor_connection(runtime, a),
+        live_event_id=expect(client.get("/v1/events", a.live_key, limit=1), 200)["data"][0]["id"],
     )
 
 
@@ -214,6 +217,7 @@ def _targets(w: World, act: Activity) -> dict[str, dict[str, str]]:
         "/v1/apps/:id/setup-status": {"id": a.app_id},
         "/v1/apps/:id/overview": {"id": a.app_id},
         "/v1/processor/connections/:id": {"id": w.processor_connection_id},
+        "/v1/events/:id": {"id": w.live_event_id},
     }
 
 
@@ -345,6 +349,7 @@ def test_ids_sent_in_bodies_and_queries_of_another_tenant_are_not_found(client: 
         "/v1/transactions/refunds",
         "/v1/transactions/disputes",
         "/v1/commissions",
+        "/v1/events",
     ):
         developer_cases.append(("GET", path, None, {"app_id": a.app_id}))
     filters = {
