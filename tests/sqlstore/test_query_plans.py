@@ -149,30 +149,35 @@ def _plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _plan_nodes(child)
 
 
+def _plan_as_on_a_large_table(cursor: Any) -> None:
+    """PostgreSQL, until the transaction is rolled back: what the planner would do on a large table."""
+    cursor.execute("SET enable_seqscan = off")
+    cursor.execute("SET enable_sort = off")
+    # Plans must show the indexes, not the statistics of the few rows this test wrote: once
+    # autovacuum has analysed them ("every row belongs to one App"), walking the primary key
+    # and filtering is honestly the cheapest plan, and whether it ran is a matter of timing.
+    # Clearing the statistics and size estimates (superuser; undone by the rollback below)
+    # puts every table back in its never-analysed state, with default selectivities, the
+    # state the test was written and checked against. ``REFCORE_TEST_ANALYZE_FIRST=1``
+    # analyses first, to show the check does not depend on autovacuum's timing.
+    if os.environ.get("REFCORE_TEST_ANALYZE_FIRST"):
+        cursor.execute("ANALYZE")
+    cursor.execute(
+        "DELETE FROM pg_statistic WHERE starelid IN "
+        "(SELECT oid FROM pg_class WHERE relnamespace = 'public'::regnamespace)"
+    )
+    cursor.execute(
+        "UPDATE pg_class SET reltuples = -1, relpages = 0 "
+        "WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'i')"
+    )
+
+
 def _postgres_problems(store: SqlStore, statements: list[tuple[str, Any]]) -> list[str]:
     problems = []
     raw = engine_of(store).raw_connection()
     try:
         cursor = raw.cursor()
-        cursor.execute("SET enable_seqscan = off")
-        cursor.execute("SET enable_sort = off")
-        # Plans must show the indexes, not the statistics of the few rows this test wrote: once
-        # autovacuum has analysed them ("every row belongs to one App"), walking the primary key
-        # and filtering is honestly the cheapest plan, and whether it ran is a matter of timing.
-        # Clearing the statistics and size estimates (superuser; undone by the rollback below)
-        # puts every table back in its never-analysed state, with default selectivities, the
-        # state the test was written and checked against. ``REFCORE_TEST_ANALYZE_FIRST=1``
-        # analyses first, to show the check does not depend on autovacuum's timing.
-        if os.environ.get("REFCORE_TEST_ANALYZE_FIRST"):
-            cursor.execute("ANALYZE")
-        cursor.execute(
-            "DELETE FROM pg_statistic WHERE starelid IN "
-            "(SELECT oid FROM pg_class WHERE relnamespace = 'public'::regnamespace)"
-        )
-        cursor.execute(
-            "UPDATE pg_class SET reltuples = -1, relpages = 0 "
-            "WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'i')"
-        )
+        _plan_as_on_a_large_table(cursor)
         for statement, parameters in statements:
             cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", parameters)
             document = cursor.fetchone()[0]
@@ -239,16 +244,15 @@ def test_a_balance_reads_its_payouts_sums_from_one_row_not_the_payouts(sql_store
 
 
 def _index_names(store: SqlStore, statement: str, parameters: Any) -> set[str]:
-    """The indexes the database would read ``statement`` from (sorts and sequential scans priced
-    out on PostgreSQL, as above)."""
+    """The indexes the database would read ``statement`` from (on PostgreSQL as on a large table,
+    as above)."""
     raw = engine_of(store).raw_connection()
     try:
         cursor = raw.cursor()
         if store.dialect == "sqlite":
             steps = [row[3] for row in cursor.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)]
             return {word for step in steps for word in step.split() if word.startswith("ix_")}
-        cursor.execute("SET enable_seqscan = off")
-        cursor.execute("SET enable_sort = off")
+        _plan_as_on_a_large_table(cursor)
         cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", parameters)
         document = cursor.fetchone()[0]
         plan = (document if isinstance(document, list) else json.loads(document))[0]["Plan"]
