@@ -55,18 +55,25 @@ _MARK_CLAIMED = (
 #: events and never wait (``SKIP LOCKED``); a row whose claim or delivery another transaction
 #: committed after this statement's snapshot is read again under its lock and left out when it
 #: is no longer claimable. ``RETURNING`` gives the rows in no particular order.
+#:
+#: The claimable rows are a ``MATERIALIZED`` CTE, run once. As ``id IN (SELECT … LIMIT n FOR
+#: UPDATE SKIP LOCKED)`` the planner could put the subquery on the inner side of a nested-loop
+#: semi join and run it again for every row of ``events``: each run skipped nothing it had
+#: locked itself and found the next rows, so a claim of 2 took every claimable event (a plan
+#: PostgreSQL chose when its statistics called the table nearly empty), more than a dispatcher
+#: can deliver within its lease.
+_CLAIMABLE_IDS = (
+    select(events.c.id)
+    .where(*_IS_CLAIMABLE)
+    .order_by(events.c.id)
+    .limit(bindparam("limit", type_=Integer()))
+    .with_for_update(skip_locked=True)
+    .cte("claimable")
+    .prefix_with("MATERIALIZED")
+)
 _CLAIM_RETURNING = (
     update(events)
-    .where(
-        events.c.id.in_(
-            select(events.c.id)
-            .where(*_IS_CLAIMABLE)
-            .order_by(events.c.id)
-            .limit(bindparam("limit", type_=Integer()))
-            .with_for_update(skip_locked=True)
-            .scalar_subquery()
-        )
-    )
+    .where(events.c.id == _CLAIMABLE_IDS.c.id)
     .values(claimed_at=bindparam("now", type_=UtcDateTime()))
     .returning(*events.c)
 )

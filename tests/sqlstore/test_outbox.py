@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from datetime import timedelta
 
 import orjson
+import pytest
+from sqlalchemy import make_url
 
 from refcore.clocks import ManualClock
 from refcore.models import Event, EventType
@@ -16,6 +19,7 @@ from refcore_sqlstore import SqlStore
 from tests.contract.scenario import build_world
 from tests.sqlstore import raw
 from tests.sqlstore.raw import engine_of
+from tests.stores import fresh_postgres_database, psycopg_connect
 
 LEASE = 60.0
 
@@ -136,3 +140,44 @@ def test_an_events_payload_is_stored_as_compact_utf_8_json_and_read_back_equal(s
     assert json.loads(stored) == data
     claimed = sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
     assert next(e for e in claimed if e.id == event_id).data == data
+
+
+#: Planner settings under which PostgreSQL 15 runs a semi join as a nested loop with the
+#: subquery on its inner side, rescanned for every outer row, as it chose on its own for a table
+#: its statistics called nearly empty.
+_NESTED_LOOP_PLAN = (
+    "enable_hashjoin",
+    "enable_mergejoin",
+    "enable_hashagg",
+    "enable_material",
+    "enable_sort",
+)
+
+
+@pytest.fixture
+def nested_loop_store() -> Iterator[SqlStore]:
+    """A migrated PostgreSQL database of its own whose sessions plan with :data:`_NESTED_LOOP_PLAN` off."""
+    with fresh_postgres_database() as url:
+        driver_url = make_url(url).set(drivername="postgresql")
+        with psycopg_connect(driver_url.render_as_string(hide_password=False)) as admin:
+            for setting in _NESTED_LOOP_PLAN:
+                admin.execute(f'ALTER DATABASE "{driver_url.database}" SET {setting} = off')
+        store = SqlStore(url)
+        try:
+            store.migrate()
+            yield store
+        finally:
+            store.dispose()
+
+
+def test_a_claim_takes_no_more_than_its_limit_whatever_the_plan(nested_loop_store: SqlStore) -> None:
+    """A dispatcher holds at most its limit of claimed events, each to be delivered within its
+    lease. ``id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`` planned as a nested loop ran the
+    limited subquery again for every row, and ``claim(limit=2)`` took all six events (found by
+    the helper that built ``GET /v1/events``, after an ``ANALYZE`` of a nearly empty table)."""
+    clock = ManualClock()
+    ids = _emit_events(nested_loop_store, clock, 5)
+    claimed = nested_loop_store.outbox.claim(now=clock.now(), limit=2, lease_seconds=LEASE)
+    assert [e.id for e in claimed] == sorted(ids)[:2]
+    left = nested_loop_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
+    assert [e.id for e in left] == sorted(ids)[2:]

@@ -462,8 +462,9 @@ def test_a_first_read_check_goes_in_the_statement_of_the_works_lookup(store: Sql
 def test_the_outbox_claims_in_one_statement_and_closes_in_another_each_a_transaction_of_its_own(
     store: SqlStore,
 ) -> None:
-    """A claim is one ``UPDATE … RETURNING`` and closing events one ``UPDATE``, each alone in
-    autocommit: one round trip each, no ``BEGIN`` or ``COMMIT``, nothing left open."""
+    """A claim is one ``WITH claimable AS MATERIALIZED (…) UPDATE … RETURNING`` and closing events
+    one ``UPDATE``, each alone in autocommit: one round trip each, no ``BEGIN`` or ``COMMIT``,
+    nothing left open."""
     clock = ManualClock()
     runtime = store.runtime(clock=clock)
     world = build_world(runtime, clock)
@@ -477,7 +478,7 @@ def test_the_outbox_claims_in_one_statement_and_closes_in_another_each_a_transac
         claimed = store.outbox.claim(now=clock.now(), limit=100, lease_seconds=60)
     assert [found.id for found in claimed] == waiting  # oldest first, whatever RETURNING's order
     assert all(found.claimed_at == clock.now() for found in claimed)
-    assert parsed(messages) == ["UPDATE"]
+    assert parsed(messages) == ["WITH"]
     assert (round_trips(messages), statuses(messages)) == (1, ["I"])
 
     with traced(_driver(store)) as messages:
