@@ -2,8 +2,8 @@
 
 ``claim`` runs in its own short transaction that commits the claim before any network call:
 
-- on PostgreSQL it is one ``UPDATE … RETURNING`` of the oldest claimable events, chosen by a
-  subquery ``FOR UPDATE SKIP LOCKED``, so dispatchers in several server processes each take
+- on PostgreSQL it is one ``UPDATE … RETURNING`` of the oldest claimable events, chosen once by
+  a ``MATERIALIZED`` CTE ``FOR UPDATE SKIP LOCKED``, so dispatchers in several server processes each take
   different events and never wait for one another. Alone, the statement is a transaction of its
   own (the driver runs in autocommit, :mod:`refcore_sqlstore.postgres_round_trips`): one round
   trip where a select, an update and a ``COMMIT`` took three. Closing events is one statement
