@@ -29,6 +29,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from refcore_http.webhooks.ssrf import answers_of
+
 #: Lookups running at once in one process. A lookup's thread is idle waiting on the network, so
 #: this bounds threads, not CPU.
 MAX_LOOKUPS = 16
@@ -91,7 +93,7 @@ class HostLookups:
         host, port = key
         try:
             infos = self._getaddrinfo(host, port, 0, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-            outcome: tuple[list[str] | None, BaseException | None] = (_addresses(infos), None)
+            outcome: tuple[list[str] | None, BaseException | None] = (answers_of(infos), None)
         except Exception as exc:  # handed to the waiters, who expect OSError
             outcome = (None, exc)
         # RuntimeError: the loop closed while the resolver was stuck; no one waits any more.
@@ -109,12 +111,3 @@ def _settle(
     else:
         assert addresses is not None
         done.set_result(addresses)
-
-
-def _addresses(infos: Sequence[tuple[Any, ...]]) -> list[str]:
-    answers: list[str] = []
-    for *_, sockaddr in infos:
-        text = str(sockaddr[0])
-        if text not in answers:
-            answers.append(text)
-    return answers

@@ -26,6 +26,7 @@ import asyncio
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
+from typing import Any
 from urllib.parse import unquote
 
 from refcore.rules.webhook_url import legacy_ipv4
@@ -137,15 +138,22 @@ def blocked_reason(address: IPAddress) -> str | None:
     return None
 
 
-async def system_resolver(host: str, port: int) -> list[str]:
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+def answers_of(infos: Sequence[tuple[Any, ...]]) -> list[str]:
+    """The addresses of ``getaddrinfo``'s answer, as strings, each once, in resolver order."""
     answers: list[str] = []
     for *_, sockaddr in infos:
         text = str(sockaddr[0])
         if text not in answers:
             answers.append(text)
     return answers
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The event loop's own lookup. Deliveries use
+    :class:`~refcore_http.webhooks.host_lookups.HostLookups` instead."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    return answers_of(infos)
 
 
 async def checked_addresses(
