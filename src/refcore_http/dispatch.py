@@ -273,9 +273,10 @@ def _specificity(path: str) -> tuple[int, ...]:
 
 class PathEndpoint:
     """What answers one path: dispatches on the method. Starlette's route gets the bound
-    :meth:`answer` (an instance would be taken for an ASGI app). ``cors`` and ``methods`` also
-    serve the path's ``405`` (:func:`refcore_http.errors.http_exception_handler`, which finds
-    them on the method's ``__self__``), which Starlette raises before any endpoint runs."""
+    :meth:`answer` (an instance would be taken for an ASGI app). ``methods`` is what the path's
+    CORS preflight names; ``cors`` also serves the path's ``405``
+    (:func:`refcore_http.errors.http_exception_handler`, which finds it on the method's
+    ``__self__``), which Starlette raises before any endpoint runs."""
 
     def __init__(self, by_method: dict[str, Endpoint], context: Context) -> None:
         self._by_method = by_method
