@@ -461,8 +461,8 @@ events = Table(
     Column("data", JSON, nullable=False),
     _time("claimed_at", nullable=True),
     _time("delivered_at", nullable=True),
-    Index(None, "app_id", "id"),
-    # GET /v1/events: a mode's events, and a mode's events of one type, one range each (0017).
+    # GET /v1/events: a mode's events, and a mode's events of one type, one range each (0017,
+    # which dropped the (app_id, id) index no statement read).
     Index(None, "app_id", "livemode", "id"),
     Index(None, "app_id", "livemode", "type", "id"),
     # The outbox: only undelivered events, oldest first, whatever the size of history.
