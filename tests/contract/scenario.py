@@ -319,3 +319,16 @@ def build_world(
         link=link,
         keys=keys,
     )
+
+
+#: Events of one App, oldest first, as the mode-aware reads are tested: Live and Test interleaved,
+#: and one ``webhook.test`` ping (``livemode: false``, which both modes read).
+INTERLEAVED_EVENTS: tuple[tuple[EventType, bool], ...] = (
+    (EventType.TRANSACTION_CREATED, True),
+    (EventType.REFERRAL_CREATED, False),
+    (EventType.COMMISSION_CREATED, True),
+    (EventType.WEBHOOK_TEST, False),
+    (EventType.TRANSACTION_CREATED, False),
+    (EventType.COMMISSION_CREATED, True),
+    (EventType.COMMISSION_CREATED, False),
+)

@@ -20,18 +20,7 @@ from refcore.services import events
 from refcore.services.events import EventQuery
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from tests.contract.scenario import LIVE, TEST, World, build_world
-
-#: Events written after the set-up, oldest first: Live and Test interleaved, and one test ping.
-_WRITTEN = (
-    (EventType.TRANSACTION_CREATED, True),
-    (EventType.REFERRAL_CREATED, False),
-    (EventType.COMMISSION_CREATED, True),
-    (EventType.WEBHOOK_TEST, False),
-    (EventType.TRANSACTION_CREATED, False),
-    (EventType.COMMISSION_CREATED, True),
-    (EventType.COMMISSION_CREATED, False),
-)
+from tests.contract.scenario import INTERLEAVED_EVENTS, LIVE, TEST, World, build_world
 
 
 def _emit(world: World, event_type: EventType, livemode: bool) -> Event:
@@ -49,7 +38,7 @@ def world(runtime: Runtime, clock: ManualClock) -> World:
 
 @pytest.fixture
 def written(world: World) -> list[Event]:
-    return [_emit(world, event_type, livemode) for event_type, livemode in _WRITTEN]
+    return [_emit(world, event_type, livemode) for event_type, livemode in INTERLEAVED_EVENTS]
 
 
 def _expected(world: World, mode: Mode, type: EventType | None = None) -> list[str]:

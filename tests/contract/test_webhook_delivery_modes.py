@@ -17,18 +17,7 @@ from refcore.services import webhooks
 from refcore.services.pagination import Page
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from tests.contract.scenario import LIVE, TEST, World, build_world
-
-#: The events delivered, oldest first: Live and Test activity interleaved, and one test ping.
-_SENT = (
-    (EventType.TRANSACTION_CREATED, True),
-    (EventType.REFERRAL_CREATED, False),
-    (EventType.COMMISSION_CREATED, True),
-    (EventType.WEBHOOK_TEST, False),
-    (EventType.TRANSACTION_CREATED, False),
-    (EventType.COMMISSION_CREATED, True),
-    (EventType.COMMISSION_CREATED, False),
-)
+from tests.contract.scenario import INTERLEAVED_EVENTS, LIVE, TEST, World, build_world
 
 
 def _deliver(world: World, event_type: EventType, livemode: bool) -> WebhookDelivery:
@@ -63,14 +52,14 @@ def world(runtime: Runtime, clock: ManualClock) -> World:
 
 @pytest.fixture
 def sent(world: World) -> list[WebhookDelivery]:
-    return [_deliver(world, event_type, livemode) for event_type, livemode in _SENT]
+    return [_deliver(world, event_type, livemode) for event_type, livemode in INTERLEAVED_EVENTS]
 
 
 def _expected(sent: list[WebhookDelivery], mode: Mode) -> list[str]:
     """The IDs ``mode``'s history lists, newest first: its events' and the test ping's."""
     return [
         d.id
-        for d, (event_type, livemode) in reversed(list(zip(sent, _SENT, strict=True)))
+        for d, (event_type, livemode) in reversed(list(zip(sent, INTERLEAVED_EVENTS, strict=True)))
         if livemode is (mode is LIVE) or event_type is EventType.WEBHOOK_TEST
     ]
 
