@@ -285,6 +285,7 @@ OBJECTS: dict[str, JsonObject] = {
     ),
     "WebhookDelivery": resource(
         "webhook_delivery",
+        livemode=BOOLEAN,
         app_id=STRING,
         event_id=STRING,
         event_type=STRING,

@@ -111,3 +111,12 @@ def test_a_cursor_from_the_other_modes_history_is_refused(world: World, sent: li
 def test_a_key_naming_the_other_mode_is_a_mode_mismatch(world: World) -> None:
     with world.rejects("mode_mismatch", "environment"):
         webhooks.list_deliveries(world.rt, world.key(TEST), world.app.id, environment="live")
+
+
+def test_a_delivery_record_shows_its_events_livemode(world: World, sent: list[WebhookDelivery]) -> None:
+    """Every object of one mode carries ``livemode`` (probe N: a delivery record did not say which
+    history it belongs to). A ``webhook.test`` delivery, listed in both, is its event's ``false``."""
+    shown = [webhooks.represent_delivery(d)["livemode"] for d in sent]
+    assert shown == [livemode for _type, livemode in INTERLEAVED_EVENTS]
+    events = {e.id: e for e in world.events()}
+    assert all(events[d.event_id].livemode is webhooks.represent_delivery(d)["livemode"] for d in sent)

@@ -340,11 +340,14 @@ def represent_endpoint(endpoint: WebhookEndpoint, *, secret: str | None = None) 
 
 def represent_delivery(delivery: WebhookDelivery) -> JsonObject:
     """A delivery attempt as the API shows it: the event it carried, its outcome (``status``,
-    ``http_status``, ``duration_ms``, ``error``) and what the receiver answered."""
+    ``http_status``, ``duration_ms``, ``error``) and what the receiver answered. ``livemode`` is
+    its event's, as on every other object of one mode (probe N: a record of a mode's history
+    did not say which): a ``webhook.test`` delivery, listed in both histories, is ``false``."""
     return {
         "id": delivery.id,
         "object": "webhook_delivery",
         "created_at": timestamp(delivery.created_at),
+        "livemode": delivery.listed_in_live and not delivery.listed_in_test,
         "app_id": delivery.app_id,
         "event_id": delivery.event_id,
         "event_type": delivery.event_type,
