@@ -16,7 +16,7 @@ import pytest
 
 from refcore.ports.mailer import Message
 from refcore_http.mailers import ConsoleMailer, FileMailer, SmtpMailer, open_mailer, parse_mailer_spec
-from refcore_http.mailers.smtp import RelayBusy
+from refcore_http.mailers.smtp import RelayBusy, ascii_domain
 from refcore_http.settings import Settings, SettingsError
 from tests.selfservice.world import mailbox
 
@@ -111,6 +111,30 @@ def test_the_smtp_mailer_hands_the_message_to_the_server(smtp_server: tuple[str,
     parsed = email.message_from_bytes(data, policy=email.policy.default)
     assert parsed["Subject"] == "Confirm your request"
     assert "token=abc" in data.decode()
+
+
+def test_an_internationalised_domain_reaches_a_relay_without_smtputf8(smtp_server: tuple[str, int]) -> None:
+    """Probe M: ``sam@exämple.com`` passed validation, but the mailer needed the relay's SMTPUTF8
+    (this relay, as many, offers none), so every join to it failed. The domain goes in its IDNA
+    form, in the envelope and the header alike."""
+    host, port = smtp_server
+    mailer = SmtpMailer(host, port, sender="join@acme.example")
+    mailer.send(Message(to="sam@ex\u00e4mple.com", subject="Confirm your request", text="token=abc"))
+    ((_sender, recipients, data),) = _FakeSmtp.received
+    assert recipients == ["sam@xn--exmple-cua.com"]
+    assert email.message_from_bytes(data, policy=email.policy.default)["To"] == "sam@xn--exmple-cua.com"
+
+
+@pytest.mark.parametrize(
+    ("address", "sent"),
+    [
+        ("sam@example.com", "sam@example.com"),
+        ("sam@b\u00fccher.example", "sam@xn--bcher-kva.example"),
+        ("s\u00e4m@example.com", "s\u00e4m@example.com"),  # a local part needs SMTPUTF8 itself
+    ],
+)
+def test_only_a_domain_outside_ascii_is_rewritten(address: str, sent: str) -> None:
+    assert ascii_domain(address) == sent
 
 
 def test_an_unreachable_smtp_server_raises() -> None:

@@ -17,12 +17,30 @@ from __future__ import annotations
 import smtplib
 import threading
 
+from attrs import evolve
+
 from refcore.ports.mailer import Message
 from refcore_http.mailers.message import to_email
 
 TIMEOUT_SECONDS = 10.0
 #: Messages being handed to the relay at once, per process (of the default eight workers).
 MAX_SENDING = 2
+
+
+def ascii_domain(address: str) -> str:
+    """``address`` with its domain in the ASCII form of internationalised names (IDNA,
+    ``exämple.com`` as ``xn--exmple-cua.com``), which every relay takes. With the domain as it
+    was, smtplib needed the relay's SMTPUTF8 extension, and each join to such an address failed
+    with ``internal_error`` after using its allowances (probe M). A local part outside ASCII
+    still needs SMTPUTF8, which only the relay can offer. A domain IDNA cannot write (a label
+    too long, say) is left as it is, and the relay judges it."""
+    local, at, domain = address.rpartition("@")
+    if not at or domain.isascii():
+        return address
+    try:
+        return f"{local}@{domain.encode('idna').decode('ascii')}"
+    except UnicodeError:
+        return address
 
 
 class RelayBusy(Exception):
@@ -46,7 +64,7 @@ class SmtpMailer:
         self._sending = threading.BoundedSemaphore(max_sending)
 
     def send(self, message: Message) -> None:
-        email = to_email(message, sender=self.sender)
+        email = to_email(evolve(message, to=ascii_domain(message.to)), sender=self.sender)
         if not self._sending.acquire(blocking=False):
             raise RelayBusy(f"{self.host}:{self.port} is still busy with earlier messages")
         try:
