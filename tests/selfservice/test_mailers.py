@@ -131,6 +131,10 @@ def test_an_internationalised_domain_reaches_a_relay_without_smtputf8(smtp_serve
         ("sam@example.com", "sam@example.com"),
         ("sam@b\u00fccher.example", "sam@xn--bcher-kva.example"),
         ("s\u00e4m@example.com", "s\u00e4m@example.com"),  # a local part needs SMTPUTF8 itself
+        # IDNA 2008, never IDNA 2003's mapping, which sent these to other domains (probe O):
+        ("sam@stra\u00dfe.de", "sam@xn--strae-oqa.de"),  # not strasse.de
+        ("sam@a\u200db.example", "sam@a\u200db.example"),  # refused, not folded into ab.example
+        ("sam@\u2165.example", "sam@\u2165.example"),  # Roman numeral six, not vi.example
     ],
 )
 def test_only_a_domain_outside_ascii_is_rewritten(address: str, sent: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import smtplib
 import threading
 
+import idna
 from attrs import evolve
 
 from refcore.ports.mailer import Message
@@ -28,18 +29,22 @@ MAX_SENDING = 2
 
 
 def ascii_domain(address: str) -> str:
-    """``address`` with its domain in the ASCII form of internationalised names (IDNA,
+    """``address`` with its domain in the ASCII form of internationalised names (IDNA 2008,
     ``exämple.com`` as ``xn--exmple-cua.com``), which every relay takes. With the domain as it
     was, smtplib needed the relay's SMTPUTF8 extension, and each join to such an address failed
     with ``internal_error`` after using its allowances (probe M). A local part outside ASCII
-    still needs SMTPUTF8, which only the relay can offer. A domain IDNA cannot write (a label
-    too long, say) is left as it is, and the relay judges it."""
+    still needs SMTPUTF8, which only the relay can offer.
+
+    Encoded, never mapped: Python's own ``"idna"`` codec is IDNA 2003, which folds ``straße.de``
+    into ``strasse.de`` (another registrable domain) and drops a zero-width joiner, so the
+    confirmation link went to someone else's domain (probe O). A domain IDNA 2008 refuses is
+    left as it is, and the relay judges it."""
     local, at, domain = address.rpartition("@")
     if not at or domain.isascii():
         return address
     try:
-        return f"{local}@{domain.encode('idna').decode('ascii')}"
-    except UnicodeError:
+        return f"{local}@{idna.encode(domain).decode('ascii')}"
+    except idna.IDNAError:
         return address
 
 
