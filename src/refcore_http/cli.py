@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the HTTP API", description="Run the HTTP API under /v1 with uvicorn."
     )
     serve_parser.add_argument("--host", help="interface to listen on (env REFCORE_HOST; default 127.0.0.1)")
-    serve_parser.add_argument("--port", type=int, help="port to listen on (env REFCORE_PORT; default 8000)")
+    # Read as text and checked by Settings, as REFCORE_PORT is: argparse's int() took "٣٠٠٠".
+    serve_parser.add_argument("--port", help="port to listen on (env REFCORE_PORT; default 8000)")
     serve_parser.add_argument("--database-url", help=_URL_HELP)
     serve_parser.add_argument(
         "--no-migrate", action="store_true", help="do not apply database migrations on start"

@@ -46,10 +46,25 @@ def parse_networks(value: str | tuple[str, ...] | list[str], *, name: str) -> tu
         if not item:
             continue
         try:
-            networks.append(ipaddress.ip_network(item, strict=False))
+            networks.append(_unmapped_network(ipaddress.ip_network(item, strict=False)))
         except ValueError:
             raise SettingsError(f"{name}: {item!r} is not an IP address or network") from None
     return tuple(networks)
+
+
+#: IPv4-mapped IPv6 addresses, ``::ffff:a.b.c.d``.
+_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
+
+
+def _unmapped_network(network: Network) -> Network:
+    """An IPv4-mapped network (``::ffff:10.0.0.0/104``) as the IPv4 network it stands for
+    (``10.0.0.0/8``): visitor addresses are matched unmapped (:mod:`refcore_http.visitors`), so a
+    proxy written as a dual-stack socket's log shows it had stopped matching (probe O)."""
+    if isinstance(network, ipaddress.IPv6Network) and network.prefixlen >= 96 and network.subnet_of(_MAPPED):
+        mapped = network.network_address.ipv4_mapped
+        assert mapped is not None
+        return ipaddress.IPv4Network((mapped, network.prefixlen - 96))
+    return network
 
 
 def _digits(text: str) -> bool:

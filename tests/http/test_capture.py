@@ -133,6 +133,15 @@ def test_a_trusted_proxy_seen_on_a_dual_stack_socket_still_names_the_visitor(
     assert click.visitor_ip == "198.51.100.9"  # type: ignore[attr-defined]
 
 
+def test_a_trusted_proxy_written_in_the_mapped_form_still_matches() -> None:
+    """Probe O: peers are matched unmapped, so ``::ffff:10.0.0.0/104`` (a proxy as a dual-stack
+    socket's log shows it) had stopped matching ``::ffff:10.0.0.5``; it is read as 10.0.0.0/8."""
+    proxies = parse_networks("::ffff:10.0.0.0/104", name="test")
+    assert client_ip("::ffff:10.0.0.5", "203.0.113.9", proxies) == "203.0.113.9"
+    assert client_ip("10.0.0.5", "203.0.113.9", proxies) == "203.0.113.9"
+    assert client_ip("10.1.0.5", "203.0.113.9", parse_networks("::ffff:10.0.0.0/112", name="t")) == "10.1.0.5"
+
+
 @pytest.mark.parametrize(
     ("peer", "forwarded", "visitor"),
     [

@@ -245,3 +245,15 @@ def test_digits_other_than_ascii_are_a_settings_error_not_a_traceback(variable: 
     ``ValueError`` (probe M: a 20-line traceback instead of the one-line error, exit 2)."""
     with pytest.raises(SettingsError, match=variable):
         Settings.from_env({variable: value})
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_the_port_flag_refuses_digits_other_than_ascii_as_the_variable_does(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Probe O: argparse's ``int`` read ``--port \u0663\u0660\u0660\u0660`` as 3000 and served."""
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("the server must not start"))
+    assert cli.main(["serve", "--database-url", "memory://", "--port", "\u0663\u0660\u0660\u0660"]) == 2
+    assert capsys.readouterr().err == "refcore: --port must be a port number from 1 to 65535\n"
