@@ -101,7 +101,8 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 def unmapped_ip(address: IPAddress) -> IPAddress:
     """``address``, or the IPv4 address that an IPv4-mapped IPv6 address (``::ffff:192.0.2.1``)
-    stands for. A server listening on ``::`` sees every IPv4 client in the mapped form: one
+    stands for. A dual-stack socket (an ASGI server listening on ``::`` without ``IPV6_V6ONLY``;
+    ``refcore serve --host ::`` listens on IPv6 alone) sees every IPv4 client in that form: one
     visitor is one address whichever socket it came through, and an IPv4 proxy network
     (``10.0.0.0/8``) must match its proxies."""
     mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None

@@ -21,7 +21,8 @@ from refcore_http.settings import Network
 MAX_USER_AGENT = 1024
 
 
-#: How a dual-stack socket (a server listening on ``::``) writes an IPv4 client's address.
+#: How a dual-stack socket writes an IPv4 client's address (an ASGI server on ``::`` without
+#: ``IPV6_V6ONLY``; ``refcore serve --host ::``, on asyncio, listens on IPv6 alone).
 _MAPPED_PREFIX = "::ffff:"
 
 

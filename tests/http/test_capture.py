@@ -122,9 +122,9 @@ def test_forwarded_for_sent_on_several_lines_is_read_as_one_list_in_order(
 def test_a_trusted_proxy_seen_on_a_dual_stack_socket_still_names_the_visitor(
     runtime: Runtime, settings: Settings
 ) -> None:
-    """``refcore serve --host ::`` sees the IPv4 proxy 10.0.0.5 as ``::ffff:10.0.0.5``. That had
-    matched no IPv4 network of ``REFCORE_TRUSTED_PROXIES``, so every visitor was the proxy (and
-    shared its join allowance)."""
+    """A dual-stack socket (an ASGI server on ``::`` without ``IPV6_V6ONLY``) sees the IPv4 proxy
+    10.0.0.5 as ``::ffff:10.0.0.5``. That had matched no IPv4 network of
+    ``REFCORE_TRUSTED_PROXIES``, so every visitor was the proxy (and shared its join allowance)."""
     behind_proxy = Client(create_app(runtime, settings), client_address=("::ffff:10.0.0.5", 40000))
     tenant = new_tenant(behind_proxy, runtime, "acme")
     headers = {"X-Forwarded-For": "198.51.100.9"}
@@ -152,7 +152,7 @@ def test_a_trusted_proxy_written_in_the_mapped_form_still_matches() -> None:
         ("10.0.0.5", "not-an-ip, 10.2.2.2", "10.0.0.5"),
         ("10.0.0.5", "2001:db8::1", "2001:db8::1"),
         ("203.0.113.7", "198.51.100.9", "203.0.113.7"),
-        # A server listening on ``::`` sees an IPv4 proxy in the mapped form; it is still the
+        # A dual-stack socket sees an IPv4 proxy in the mapped form; it is still the
         # proxy of 10.0.0.0/8, and every address is kept as IPv4 where it is one.
         ("::ffff:10.0.0.5", "198.51.100.9", "198.51.100.9"),
         ("::ffff:10.0.0.5", None, "10.0.0.5"),
