@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from typing import TypeVar
 
 from refcore.errors import ValidationError
@@ -75,9 +76,23 @@ def require_line(value: object, *, param: str, max_length: int = MAX_TEXT) -> st
     exports, the join page, mail): probe J sent a join request whose ``name`` was a whole phishing
     message, lines and all, and the confirmation mail began with it."""
     text = require_text(value, param=param, max_length=max_length)
-    if _NOT_ONE_LINE.search(text) is not None:
+    if _NOT_ONE_LINE.search(text) is not None or (not text.isascii() and _holds_invisible_format(text)):
         raise ValidationError(f"{param} must be one line of text, without control characters", param=param)
     return text
+
+
+#: The invisible format characters a name may hold: the zero-width non-joiner and joiner, which
+#: scripts and emoji need.
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def _holds_invisible_format(text: str) -> bool:
+    """Whether ``text`` holds a format character (Unicode category Cf) other than the joiners:
+    the left-to-right and right-to-left marks, the Arabic letter mark, the word joiner and the
+    invisible operators, the soft hyphen, interlinear annotation marks, tag characters. Each
+    shows as nothing and, as the zero-width space does, makes two names read the same (probe O
+    found these stored where the pattern above refused the space)."""
+    return any(unicodedata.category(c) == "Cf" and c not in _JOINERS for c in text)
 
 
 def optional_line(value: object, *, param: str, max_length: int = MAX_TEXT) -> str | None:

@@ -331,6 +331,12 @@ _PHISHING_NAME = "Victim,\n\nURGENT: your payout account is locked. Verify at ht
         "Eve\u200bX",
         "\ufeffEve",
         "Eve\u2067X",
+        # Every other invisible format character (Unicode Cf) but the joiners (probe O).
+        "Eve\u200eX",
+        "Eve\u061cX",
+        "Eve\u2060X",
+        "Eve\U000e0041",
+        "Eve\u00adX",
     ],
 )
 def test_a_name_of_more_than_one_line_is_refused_and_nothing_is_written(
@@ -378,7 +384,7 @@ def test_every_name_of_a_person_or_affiliate_is_one_line(client: Client, runtime
     )
 
 
-@pytest.mark.parametrize("name", ["Two\nLines", "Blog\u202eX", "Tab\there", "\ufeffBOM"])
+@pytest.mark.parametrize("name", ["Two\nLines", "Blog\u202eX", "Tab\there", "\ufeffBOM", "Blog\u200fX"])
 def test_every_name_given_to_an_organization_app_program_or_link_is_one_line(
     client: Client, runtime: Runtime, mail_dir: Path, name: str
 ) -> None:
