@@ -74,7 +74,7 @@ def require_program(tx: Tx, principal: Principal, program_id: str, *, for_update
 
     Errors: ``program_not_found``."""
     program = tx.uow.programs.get(program_id, for_update=for_update)
-    if program is None or not _may_see_app(tx, principal, program.app_id):
+    if program is None or not may_see_app(tx, principal, program.app_id):
         raise NotFound.of("program", program_id)
     return program
 
@@ -87,12 +87,14 @@ def require_program_affiliate(
 
     Errors: ``program_affiliate_not_found``."""
     affiliate = tx.uow.program_affiliates.get(program_affiliate_id, for_update=for_update)
-    if affiliate is None or not _may_see_app(tx, principal, affiliate.app_id):
+    if affiliate is None or not may_see_app(tx, principal, affiliate.app_id):
         raise NotFound.of("program_affiliate", program_affiliate_id)
     return affiliate
 
 
-def _may_see_app(tx: Tx, principal: Principal, app_id: str) -> bool:
+def may_see_app(tx: Tx, principal: Principal, app_id: str) -> bool:
+    """Whether the App exists and the caller may see it (:func:`may_access_app`): the check of
+    every record read through the App it belongs to (a program, an affiliate, an event)."""
     app = tx.uow.apps.get(app_id)
     return app is not None and may_access_app(tx, principal, app)
 

@@ -18,7 +18,7 @@ from attrs import frozen
 from refcore.errors import InvalidStartingAfter, ModeMismatch, NotFound
 from refcore.identifiers import prefix_of
 from refcore.models import Event, EventType, Mode
-from refcore.services.access import may_access_app
+from refcore.services.access import may_see_app
 from refcore.services.activity import resolve_scope
 from refcore.services.pagination import Page, require_limit
 from refcore.services.principal import Principal, Scope
@@ -38,7 +38,7 @@ def get_event(rt: Runtime, principal: Principal, event_id: str) -> Event:
 
     def work(tx: Tx) -> Event:
         event = tx.uow.events.get(event_id) if prefix_of(event_id) == EVENT_PREFIX else None
-        if event is None or not _may_see(tx, principal, event):
+        if event is None or not may_see_app(tx, principal, event.app_id):
             raise NotFound.of("event", event_id)
         if principal.is_app_key and principal.mode is not None and not listed_in(event, principal.mode):
             raise ModeMismatch(
@@ -49,13 +49,6 @@ def get_event(rt: Runtime, principal: Principal, event_id: str) -> Event:
         return event
 
     return rt.read(work)
-
-
-def _may_see(tx: Tx, principal: Principal, event: Event) -> bool:
-    if principal.is_app_key:
-        return principal.app_id == event.app_id
-    app = tx.uow.apps.get(event.app_id)
-    return principal.is_session and app is not None and may_access_app(tx, principal, app)
 
 
 @frozen
