@@ -9,7 +9,9 @@ after a lock sees what the previous lock holder committed.
 
 - ``PRAGMA busy_timeout`` (10 s by default): a writer waits for another process's write lock
   instead of failing at once;
-- ``PRAGMA journal_mode = WAL``: readers never block the writer and a commit is one append;
+- ``PRAGMA journal_mode = WAL``: readers never block the writer and a commit is one append
+  (switched by :func:`refcore_sqlstore.wal_switch.switch_to_wal`, which waits out another
+  connection's switch of a new file);
 - ``PRAGMA foreign_keys = ON`` (SQLite leaves foreign keys unchecked otherwise);
 - ``PRAGMA cache_size`` of 1 MiB (SQLite's default is 2 MiB *per connection*; a busy pool of 30
   connections kept 60 MiB of duplicated pages, while the operating system caches the file once
@@ -41,6 +43,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from refcore_sqlstore import postgres_round_trips
 from refcore_sqlstore.read_only_begin import READ_ONLY_BEGIN
+from refcore_sqlstore.wal_switch import switch_to_wal
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 10.0
 #: Each connection's page cache, in KiB.
@@ -74,7 +77,7 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolE
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        switch_to_wal(dbapi_connection, within_seconds=SQLITE_BUSY_TIMEOUT_SECONDS)
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
         cursor.execute("PRAGMA temp_store = MEMORY")
