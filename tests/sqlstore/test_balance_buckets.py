@@ -240,14 +240,22 @@ class History:
 
     def check(self, choice: datetime | int) -> None:
         now = self.moment(choice)
-        for affiliate in AFFILIATES:
-            for mode in Mode:
-                expected = scanned_sums(self.connection, affiliate, mode, now)
-                assert projected_sums(self.connection, affiliate, mode, now) == expected, (
+        for mode in Mode:
+            expected = {
+                affiliate: scanned_sums(self.connection, affiliate, mode, now) for affiliate in AFFILIATES
+            }
+            for affiliate in AFFILIATES:
+                assert projected_sums(self.connection, affiliate, mode, now) == expected[affiliate], (
                     affiliate,
                     mode,
                     now,
                 )
+            # Read together: PostgreSQL's one statement for a list of affiliates.
+            together = SqlLedgerReads(self.connection).status_sums_of(AFFILIATES, mode, now)
+            assert {a: {s: sums[s] for s in STATUSES} for a, sums in together.items()} == expected, (
+                mode,
+                now,
+            )
 
 
 @pytest.fixture

@@ -1,0 +1,50 @@
+"""A payout batch, and the CSV of ready payouts, read the program's affiliates together: their
+statements grow with the affiliates a payout is made for, not with the whole program
+(``payouts._payable_now``; on PostgreSQL ``ledger._listed_status_sums_statement``). Read one
+affiliate after another, a batch of a program of 2,000 affiliates had sent 5,005 statements,
+2.3 s on PostgreSQL; the CSV 2,130."""
+
+from __future__ import annotations
+
+from refcore.clocks import ManualClock
+from refcore.services import payouts
+from refcore.services.runtime import Runtime
+from refcore_sqlstore import SqlStore
+from tests.contract.scenario import World
+from tests.payouts.world import build_payout_world
+from tests.sqlstore.raw import recorded_statements
+
+#: More affiliates than one lookup statement reads (``payouts._LOOKED_UP_TOGETHER``), and far
+#: more than the statements a batch of a few ready affiliates needs.
+_IDLE_AFFILIATES = 60
+_READY_AFFILIATES = 2
+
+
+def _program_with_a_few_ready_affiliates(store: SqlStore) -> tuple[Runtime, World]:
+    clock = ManualClock()
+    pw = build_payout_world(store.runtime(clock=clock), clock, hold_days=0, minimum_payout=1_000)
+    for _ in range(_IDLE_AFFILIATES):
+        pw.world.add_affiliate()
+    earning = [pw.world.affiliate] + [pw.world.add_affiliate() for _ in range(_READY_AFFILIATES - 1)]
+    for affiliate in earning:
+        pw.earn(10_000, affiliate)
+    pw.past_hold()
+    return pw.rt, pw.world
+
+
+def test_a_batch_reads_payouts_in_flight_together_and_on_postgresql_balances_too(sql_store: SqlStore) -> None:
+    rt, world = _program_with_a_few_ready_affiliates(sql_store)
+    with recorded_statements(sql_store) as batch_statements:
+        batch = payouts.prepare_batch(rt, world.session, world.program.id)
+    assert batch.execution_count == _READY_AFFILIATES
+    in_flight_reads = [sql for sql, _ in batch_statements if "FROM payout_executions" in sql]
+    assert len(in_flight_reads) < _IDLE_AFFILIATES / 4
+    if sql_store.dialect == "postgresql":  # SQLite's reads are in-process calls, no round trip
+        assert len(batch_statements) < _IDLE_AFFILIATES
+
+    payouts.cancel_batch(rt, world.session, batch.id)
+    with recorded_statements(sql_store) as csv_statements:
+        rows = payouts.ready_payouts_csv(rt, world.session, world.program.id)
+    assert rows.count("\n") == 1 + _READY_AFFILIATES
+    if sql_store.dialect == "postgresql":
+        assert len(csv_statements) < _IDLE_AFFILIATES / 4
