@@ -98,7 +98,6 @@ def open_store(
     except ValueError as exc:  # an unsupported or malformed URL; the message names no password
         raise StoreUnavailable(f"Cannot open the database: {exc}") from None
 
-
     def migrate() -> None:
         try:
             store.migrate()
