@@ -56,3 +56,73 @@ def test_a_server_key_shorter_than_32_characters_is_refused() -> None:
 
 def test_the_box_does_not_show_its_key() -> None:
     assert SECRET_KEY not in repr(SecretBox(SECRET_KEY))
+
+
+# -- a fallback key, while a fleet changes REFCORE_SECRET_KEY ----------------------------------
+
+OLD_KEY = "the key the fleet is moving away from, 32+"
+NEW_KEY = "the key the fleet is moving to, 32+ chars"
+
+
+def test_with_a_fallback_the_box_opens_what_the_old_key_sealed_and_seals_with_the_current_key() -> None:
+    sealed_before = SecretBox(OLD_KEY).seal(PLAIN, context="app_1")
+    box = SecretBox(NEW_KEY, fallback_key=OLD_KEY)
+    assert box.open(sealed_before, context="app_1") == PLAIN
+    sealed_now = box.seal(PLAIN, context="app_1")
+    # Sealed under the current key alone: the new key opens it without any fallback, the old cannot.
+    assert SecretBox(NEW_KEY).open(sealed_now, context="app_1") == PLAIN
+    with pytest.raises(DecryptionError):
+        SecretBox(OLD_KEY).open(sealed_now, context="app_1")
+
+
+def test_the_fallback_also_opens_for_a_fleet_that_has_not_switched_yet() -> None:
+    """Step (a) of the procedure: old key current, new key as fallback, and a token a process
+    already on the new key sealed opens there too."""
+    sealed_by_switched = SecretBox(NEW_KEY).seal(PLAIN, context="app_1")
+    assert SecretBox(OLD_KEY, fallback_key=NEW_KEY).open(sealed_by_switched, context="app_1") == PLAIN
+
+
+def test_without_a_fallback_a_token_of_the_old_key_fails_as_before() -> None:
+    sealed_before = SecretBox(OLD_KEY).seal(PLAIN, context="app_1")
+    with pytest.raises(DecryptionError, match="was REFCORE_SECRET_KEY changed"):
+        SecretBox(NEW_KEY).open(sealed_before, context="app_1")
+
+
+def test_the_fallback_does_not_lift_the_context_binding() -> None:
+    sealed_before = SecretBox(OLD_KEY).seal(PLAIN, context="app_1")
+    with pytest.raises(DecryptionError):
+        SecretBox(NEW_KEY, fallback_key=OLD_KEY).open(sealed_before, context="app_2")
+
+
+def test_a_token_neither_key_opens_is_refused_naming_both_settings_and_neither_key() -> None:
+    sealed = SecretBox("a third key, neither the old nor the new one").seal(PLAIN, context="app_1")
+    with pytest.raises(DecryptionError) as refused:
+        SecretBox(NEW_KEY, fallback_key=OLD_KEY).open(sealed, context="app_1")
+    message = str(refused.value)
+    assert "REFCORE_SECRET_KEY" in message and "REFCORE_SECRET_KEY_FALLBACK" in message
+    assert NEW_KEY not in message and OLD_KEY not in message
+
+
+def test_reseal_moves_a_fallback_token_to_the_current_key_and_leaves_a_current_one() -> None:
+    box = SecretBox(NEW_KEY, fallback_key=OLD_KEY)
+    old_token = SecretBox(OLD_KEY).seal(PLAIN, context="app_1")
+    moved = box.reseal(old_token, context="app_1")
+    assert moved is not None and moved != old_token
+    assert SecretBox(NEW_KEY).open(moved, context="app_1") == PLAIN
+    # Under the current key already: nothing to do, and a second reseal says so.
+    assert box.reseal(moved, context="app_1") is None
+    with pytest.raises(DecryptionError):
+        box.reseal(
+            SecretBox("a third key, neither the old nor the new one").seal(PLAIN, context="a"), context="a"
+        )
+
+
+def test_a_short_fallback_is_refused_naming_its_setting_not_its_value() -> None:
+    with pytest.raises(SecretKeyError, match="REFCORE_SECRET_KEY_FALLBACK") as refused:
+        SecretBox(NEW_KEY, fallback_key="short-fallback")
+    assert "short-fallback" not in str(refused.value)
+
+
+def test_a_box_with_a_fallback_shows_neither_key() -> None:
+    shown = repr(SecretBox(NEW_KEY, fallback_key=OLD_KEY))
+    assert NEW_KEY not in shown and OLD_KEY not in shown

@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from attrs import evolve, frozen
 
-from refcore.crypto import SecretBox, derive_key
+from refcore.crypto import FALLBACK_KEY_SETTING, SecretBox, derive_key
 from refcore.errors import (
     ModeMismatch,
     NotFound,
@@ -64,13 +64,23 @@ _SECRET_PREFIX = "whsec_"
 
 class ProcessorKeys:
     """The keys derived from the server key (``REFCORE_SECRET_KEY``) for the processor integration:
-    one seals webhook secrets, one signs connect-link states. Each purpose has its own HKDF key."""
+    one seals webhook secrets, one signs connect-link states. Each purpose has its own HKDF key.
 
-    __slots__ = ("_box", "_state_key")
+    With a ``fallback_key`` (``REFCORE_SECRET_KEY_FALLBACK``, while a fleet changes keys) secrets
+    sealed under it still open and states it signed still verify, so a link issued by a process
+    that had not switched yet can be claimed on one that has; sealing and signing use the
+    current key only."""
 
-    def __init__(self, secret_key: str) -> None:
-        self._box = SecretBox(secret_key, purpose="processor-webhook-secret")
+    __slots__ = ("_box", "_state_key", "_state_keys")
+
+    def __init__(self, secret_key: str, *, fallback_key: str | None = None) -> None:
+        self._box = SecretBox(secret_key, purpose="processor-webhook-secret", fallback_key=fallback_key)
         self._state_key = derive_key(secret_key, "processor-connect-state")
+        self._state_keys = (self._state_key,) + (
+            ()
+            if fallback_key is None
+            else (derive_key(fallback_key, "processor-connect-state", setting=FALLBACK_KEY_SETTING),)
+        )
 
     def __repr__(self) -> str:
         return "ProcessorKeys(<keys hidden>)"
@@ -84,8 +94,21 @@ class ProcessorKeys:
             connection.webhook_secret_ciphertext, context=_secret_context(connection.id, connection.app_id)
         )
 
+    def reseal_secret(self, connection_id: str, app_id: str, sealed: str) -> str | None:
+        """``sealed`` moved to the current key, or ``None`` when it is under it already
+        (:meth:`SecretBox.reseal <refcore.crypto.SecretBox.reseal>`)."""
+        return self._box.reseal(sealed, context=_secret_context(connection_id, app_id))
+
     def mac(self, message: bytes) -> bytes:
+        """The connect-link state's signature, under the current key."""
         return hmac.new(self._state_key, message, hashlib.sha256).digest()
+
+    def verifies(self, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` is ``message``'s under the current key or the fallback."""
+        return any(
+            hmac.compare_digest(hmac.new(key, message, hashlib.sha256).digest(), signature)
+            for key in self._state_keys
+        )
 
 
 def _secret_context(connection_id: str, app_id: str) -> str:
@@ -138,8 +161,7 @@ def decode_state(keys: ProcessorKeys, token: object, *, now: datetime) -> Connec
     if version != _STATE_VERSION or not body or not mac:
         raise invalid
     try:
-        expected = keys.mac(f"{version}.{body}".encode("ascii"))
-        if not hmac.compare_digest(expected, _unb64(mac)):
+        if not keys.verifies(f"{version}.{body}".encode("ascii"), _unb64(mac)):
             raise invalid
         values = json.loads(_unb64(body))
         state = ConnectState(
