@@ -244,6 +244,30 @@ def _secret_key(value: str | None) -> str | None:
     return value
 
 
+def _secret_key_fallback(value: str | None, secret_key: str | None) -> str | None:
+    """The key that only opens (the previous or the next one while a fleet changes keys): held to
+    the key's own rule, and refused alone, since a process without ``REFCORE_SECRET_KEY`` seals
+    with the public development key, and refused equal to the key, which would mean that the
+    step it stands for (docs/deployment.md) was left half-written. No message quotes a key."""
+    if value is None:
+        return None
+    if len(value) < MIN_SECRET_KEY_LENGTH:
+        raise SettingsError(
+            f"REFCORE_SECRET_KEY_FALLBACK must be at least {MIN_SECRET_KEY_LENGTH} characters"
+        )
+    if secret_key is None:
+        raise SettingsError(
+            "REFCORE_SECRET_KEY_FALLBACK is set without REFCORE_SECRET_KEY: the fallback only opens "
+            "secrets; set REFCORE_SECRET_KEY to the key that seals them"
+        )
+    if value == secret_key:
+        raise SettingsError(
+            "REFCORE_SECRET_KEY_FALLBACK must differ from REFCORE_SECRET_KEY "
+            "(it is the previous or the next key); unset it when no key change is under way"
+        )
+    return value
+
+
 @frozen
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -251,6 +275,9 @@ class Settings:
     port: int = 8000
     #: Any string of at least 32 characters; encryption keys are derived from it (decisions 11).
     secret_key: str | None = field(default=None, repr=False)
+    #: ``REFCORE_SECRET_KEY_FALLBACK``: a second key that only opens what it sealed (secrets,
+    #: connect-link states), while a fleet changes ``secret_key`` (docs/deployment.md).
+    secret_key_fallback: str | None = field(default=None, repr=False)
     #: Peers whose ``X-Forwarded-For`` is believed (reverse proxies); nobody's by default.
     trusted_proxies: tuple[Network, ...] = ()
     #: Apply database migrations when ``refcore serve`` starts.
@@ -322,6 +349,7 @@ class Settings:
 
     def __attrs_post_init__(self) -> None:
         _secret_key(self.secret_key)
+        _secret_key_fallback(self.secret_key_fallback, self.secret_key)
         _mailer(self.mailer)
         _session_ttl_hours(self.session_ttl_hours, name="session_ttl_hours (REFCORE_SESSION_TTL_HOURS)")
 
@@ -338,6 +366,8 @@ class Settings:
             values["port"] = _port(env["REFCORE_PORT"], name="REFCORE_PORT")
         if env.get("REFCORE_SECRET_KEY"):
             values["secret_key"] = env["REFCORE_SECRET_KEY"]
+        if env.get("REFCORE_SECRET_KEY_FALLBACK"):
+            values["secret_key_fallback"] = env["REFCORE_SECRET_KEY_FALLBACK"]
         if "REFCORE_TRUSTED_PROXIES" in env:
             values["trusted_proxies"] = parse_networks(
                 env["REFCORE_TRUSTED_PROXIES"], name="REFCORE_TRUSTED_PROXIES"

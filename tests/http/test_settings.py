@@ -257,3 +257,69 @@ def test_the_port_flag_refuses_digits_other_than_ascii_as_the_variable_does(
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("the server must not start"))
     assert cli.main(["serve", "--database-url", "memory://", "--port", "\u0663\u0660\u0660\u0660"]) == 2
     assert capsys.readouterr().err == "refcore: --port must be a port number from 1 to 65535\n"
+
+
+# -- REFCORE_SECRET_KEY_FALLBACK ------------------------------------------------------------------
+
+_KEY = "the-current-server-key-0123456789abcdef"
+_FALLBACK = "the-previous-server-key-0123456789abcdef"
+
+
+def test_a_fallback_key_is_taken_beside_the_key_and_never_shown() -> None:
+    settings = Settings.from_env({"REFCORE_SECRET_KEY": _KEY, "REFCORE_SECRET_KEY_FALLBACK": _FALLBACK})
+    assert (settings.secret_key, settings.secret_key_fallback) == (_KEY, _FALLBACK)
+    assert _KEY not in repr(settings) and _FALLBACK not in repr(settings)
+
+
+def test_an_empty_fallback_is_unset() -> None:
+    """Step (d) of a key change may leave the variable empty rather than remove it."""
+    settings = Settings.from_env({"REFCORE_SECRET_KEY": _KEY, "REFCORE_SECRET_KEY_FALLBACK": ""})
+    assert settings.secret_key_fallback is None
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"REFCORE_SECRET_KEY": _KEY, "REFCORE_SECRET_KEY_FALLBACK": "short-fallback"},
+            "REFCORE_SECRET_KEY_FALLBACK must be at least 32 characters",
+        ),
+        (
+            {"REFCORE_SECRET_KEY": _KEY, "REFCORE_SECRET_KEY_FALLBACK": _KEY},
+            "REFCORE_SECRET_KEY_FALLBACK must differ from REFCORE_SECRET_KEY",
+        ),
+        (
+            {"REFCORE_SECRET_KEY_FALLBACK": _FALLBACK},
+            "REFCORE_SECRET_KEY_FALLBACK is set without REFCORE_SECRET_KEY",
+        ),
+    ],
+)
+def test_a_fallback_that_is_short_equal_to_the_key_or_alone_is_refused_without_quoting_a_key(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(SettingsError, match=message) as refused:
+        Settings.from_env(env)
+    text = str(refused.value)
+    assert "\n" not in text
+    assert _KEY not in text and _FALLBACK not in text and "short-fallback" not in text
+    with pytest.raises(SettingsError, match=message):
+        Settings(
+            database_url="memory://",
+            secret_key=env.get("REFCORE_SECRET_KEY"),
+            secret_key_fallback=env["REFCORE_SECRET_KEY_FALLBACK"],
+        )
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_serve_stops_on_a_bad_fallback_in_one_line_without_either_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("the server must not start"))
+    monkeypatch.setenv("REFCORE_SECRET_KEY", _KEY)
+    monkeypatch.setenv("REFCORE_SECRET_KEY_FALLBACK", _KEY)
+    assert cli.main(["serve", "--database-url", "memory://"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.count("\n") == 1 and "REFCORE_SECRET_KEY_FALLBACK" in printed.err
+    assert _KEY not in printed.err + printed.out

@@ -192,6 +192,51 @@ def test_a_state_signed_with_another_server_key_is_refused(client: Client, runti
     expect(claim(client, tenant.session, foreign, new_installation()), 400, "validation_error")
 
 
+def _server(runtime: Runtime, key: str, fallback: str | None = None) -> Client:
+    settings = Settings(
+        database_url="memory://",
+        secret_key=key,
+        secret_key_fallback=fallback,
+        processor_connect_url=CONNECT_URL,
+    )
+    return Client(create_app(runtime, settings))
+
+
+_OLD_KEY = "processor-tests-old-server-key-0123456789"
+_NEW_KEY = "processor-tests-new-server-key-0123456789"
+
+
+def test_a_state_signed_under_the_old_key_verifies_on_a_server_whose_fallback_it_is(runtime: Runtime) -> None:
+    """A link issued just before a process switched keys can be claimed on one that has: the
+    state's MAC is checked under the fallback's derived key too."""
+    old = _server(runtime, _OLD_KEY)
+    switched = _server(runtime, _NEW_KEY, fallback=_OLD_KEY)
+    tenant = new_tenant(old, runtime, "acme")
+    state = connect_link(old, tenant.session, app_id=tenant.app_id, mode="test")["state"]
+    expect(claim(switched, tenant.session, state, new_installation()), 201)
+
+
+def test_a_state_is_signed_under_the_current_key_not_the_fallback(runtime: Runtime) -> None:
+    """During step (a) (old key current, new key as fallback) links are still signed with the
+    old key, which every process of the fleet has; a process holding only the new key refuses them."""
+    rolling = _server(runtime, _OLD_KEY, fallback=_NEW_KEY)
+    new_only = _server(runtime, _NEW_KEY)
+    old_only = _server(runtime, _OLD_KEY)
+    tenant = new_tenant(rolling, runtime, "acme")
+    state = connect_link(rolling, tenant.session, app_id=tenant.app_id, mode="test")["state"]
+    expect(claim(new_only, tenant.session, state, new_installation()), 400, "validation_error")
+    expect(claim(old_only, tenant.session, state, new_installation()), 201)
+
+
+def test_without_a_fallback_a_state_signed_under_the_old_key_is_refused_as_before(runtime: Runtime) -> None:
+    old = _server(runtime, _OLD_KEY)
+    tenant = new_tenant(old, runtime, "acme")
+    state = connect_link(old, tenant.session, app_id=tenant.app_id, mode="test")["state"]
+    expect(
+        claim(_server(runtime, _NEW_KEY), tenant.session, state, new_installation()), 400, "validation_error"
+    )
+
+
 def test_a_state_of_another_app_is_refused(client: Client, runtime: Runtime) -> None:
     acme = new_tenant(client, runtime, "acme")
     rival = new_tenant(client, runtime, "rival")

@@ -10,9 +10,12 @@ import pytest
 
 from refcore.clocks import ManualClock
 from refcore.services.runtime import Runtime
+from refcore_http.app import create_app
+from refcore_http.settings import Settings
 from tests.http.world import Client, Tenant, expect, new_tenant
 from tests.processor import payloads
 from tests.processor.world import (
+    CONNECT_URL,
     Installation,
     connect,
     deliver,
@@ -318,3 +321,42 @@ def test_the_route_needs_no_credential_and_ignores_one(
     index = expect(client.get("/v1"), 200)
     (entry,) = [e for e in index["endpoints"] if e["path"] == "/v1/processor/events"]
     assert (entry["method"], entry["auth"]) == ("POST", "none")
+
+
+_OLD_KEY = "processor-signature-old-server-key-012345"
+_NEW_KEY = "processor-signature-new-server-key-012345"
+
+
+def test_a_connection_secret_sealed_under_the_old_key_verifies_events_through_the_fallback(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """The processor's webhook secret, sealed when the old key was current, opens on a process
+    that has moved to the new key with the old one as its fallback; without the fallback it
+    does not (the event is not acted on)."""
+
+    def server(key: str, fallback: str | None = None) -> Client:
+        return Client(
+            create_app(
+                runtime,
+                Settings(
+                    database_url="memory://",
+                    secret_key=key,
+                    secret_key_fallback=fallback,
+                    processor_connect_url=CONNECT_URL,
+                ),
+            )
+        )
+
+    old = server(_OLD_KEY)
+    tenant = new_tenant(old, runtime, "acme")
+    installation = new_installation()
+    connect(old, tenant, installation)
+    obj = {"id": "obj_1", "object": "customer", "metadata": {}}
+    switched = server(_NEW_KEY, fallback=_OLD_KEY)
+    assert (
+        expect(deliver(switched, installation, "customer.created", obj, at=clock.now()), 200)["handled"]
+        is False
+    )
+    response = deliver(server(_NEW_KEY), installation, "customer.created", obj, at=clock.now())
+    assert response.status_code == 500
+    assert _OLD_KEY not in response.text and _NEW_KEY not in response.text

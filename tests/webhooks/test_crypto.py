@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from refcore.crypto import DecryptionError, SecretBox, SecretKeyError
+from refcore_http.processor.keys import processor_keys
+from refcore_http.settings import Settings
+from refcore_http.webhooks.keys import secret_box
 from tests.webhooks.conftest import SECRET_KEY
 
 PLAIN = "whsec_example-secret-value"
@@ -126,3 +129,16 @@ def test_a_short_fallback_is_refused_naming_its_setting_not_its_value() -> None:
 def test_a_box_with_a_fallback_shows_neither_key() -> None:
     shown = repr(SecretBox(NEW_KEY, fallback_key=OLD_KEY))
     assert NEW_KEY not in shown and OLD_KEY not in shown
+
+
+def test_a_server_derives_its_keys_once_per_pair_of_keys_not_per_request() -> None:
+    """Hot path: without a fallback, the box is the cached one of the key alone, as before."""
+    alone = Settings(database_url="memory://", secret_key=NEW_KEY)
+    paired = Settings(database_url="memory://", secret_key=NEW_KEY, secret_key_fallback=OLD_KEY)
+    assert secret_box(alone) is secret_box(alone)
+    assert secret_box(paired) is secret_box(paired) is not secret_box(alone)
+    assert processor_keys(paired) is processor_keys(paired) is not processor_keys(alone)
+    old_token = SecretBox(OLD_KEY).seal(PLAIN, context="app_1")
+    assert secret_box(paired).open(old_token, context="app_1") == PLAIN
+    with pytest.raises(DecryptionError):
+        secret_box(alone).open(old_token, context="app_1")

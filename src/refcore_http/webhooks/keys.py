@@ -87,10 +87,11 @@ def require_secret_key(settings: Settings, *, stderr: TextIO | None = None) -> N
 
 
 @functools.lru_cache(maxsize=4)
-def _box(secret_key: str) -> SecretBox:
-    return SecretBox(secret_key)
+def _box(secret_key: str, fallback_key: str | None) -> SecretBox:
+    return SecretBox(secret_key, fallback_key=fallback_key)
 
 
 def secret_box(settings: Settings) -> SecretBox:
-    """The box for this server's key (derived once per key, not per request)."""
-    return _box(effective_secret_key(settings))
+    """The box for this server's key and its fallback, if any (derived once per pair of keys, not
+    per request; without a fallback, opening costs one decryption as before)."""
+    return _box(effective_secret_key(settings), settings.secret_key_fallback)
