@@ -8,6 +8,7 @@ The public API is :class:`SqlStore`::
     store.migrate()                  # Alembic upgrade to head; idempotent, safe from many processes
     rt = store.runtime(clock=None, notifier=None)
     store.outbox                     # an EventOutbox (FOR UPDATE SKIP LOCKED on PostgreSQL)
+    store.sealed_secrets             # SealedSecrets, for moving secrets to a new server key
     store.dispose()
 
 Database errors never leave the package as SQLAlchemy types: lost races become
@@ -17,7 +18,8 @@ Database errors never leave the package as SQLAlchemy types: lost races become
 
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.repository import SqlRepository
+from refcore_sqlstore.sealed_secrets import SqlSealedSecrets
 from refcore_sqlstore.store import SqlStore
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
-__all__ = ["SqlOutbox", "SqlRepository", "SqlStore", "SqlUnitOfWork"]
+__all__ = ["SqlOutbox", "SqlRepository", "SqlSealedSecrets", "SqlStore", "SqlUnitOfWork"]

@@ -28,6 +28,7 @@ from refcore_sqlstore.migrate import schema_is_behind, schema_is_current, upgrad
 from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
 from refcore_sqlstore.rate_limit_pruning import prune_rate_limit_counters
+from refcore_sqlstore.sealed_secrets import SqlSealedSecrets
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 
@@ -53,6 +54,7 @@ class SqlStore:
             outside_transaction=postgres_round_trips.outside_transaction if postgresql else None,
         )
         self._outbox = SqlOutbox(self._engine, self._mappers["events"], self._kept)
+        self._sealed_secrets = SqlSealedSecrets(self._engine)
 
     @property
     def dialect(self) -> str:
@@ -134,6 +136,11 @@ class SqlStore:
     def outbox(self) -> SqlOutbox:
         """The :class:`refcore.ports.EventOutbox` of this database."""
         return self._outbox
+
+    @property
+    def sealed_secrets(self) -> SqlSealedSecrets:
+        """The :class:`refcore.ports.SealedSecrets` of this database (``refcore reseal-secrets``)."""
+        return self._sealed_secrets
 
     def dispose(self) -> None:
         """Close every pooled connection. The store may be used again afterwards (it reconnects)."""

@@ -10,6 +10,7 @@ from refcore.ports.mailer import Mailer, Message
 from refcore.ports.notifier import EventNotifier
 from refcore.ports.outbox import EventOutbox
 from refcore.ports.repository import Repository
+from refcore.ports.sealed_secrets import Replacement, SealedSecret, SealedSecrets, SecretKind
 from refcore.ports.unit_of_work import UnitOfWork, UnitOfWorkFactory
 
 __all__ = [
@@ -19,7 +20,11 @@ __all__ = [
     "IdGenerator",
     "Mailer",
     "Message",
+    "Replacement",
     "Repository",
+    "SealedSecret",
+    "SealedSecrets",
+    "SecretKind",
     "UnitOfWork",
     "UnitOfWorkFactory",
 ]
