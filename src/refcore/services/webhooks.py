@@ -60,6 +60,13 @@ def seal_secret(box: SecretBox, app_id: str, secret: str) -> str:
     return box.seal(secret, context=app_id)
 
 
+def reseal_secret(box: SecretBox, app_id: str, sealed: str) -> str | None:
+    """A sealed secret of ``app_id``'s endpoint moved to the box's current key, or ``None`` when it
+    is under that key already; ``DecryptionError`` when neither the key nor its fallback opens it
+    (``refcore reseal-secrets``)."""
+    return box.reseal(sealed, context=app_id)
+
+
 def signing_secret(box: SecretBox, endpoint: WebhookEndpoint) -> str:
     """The plain secret, for signing a delivery. Raises ``DecryptionError`` under another key."""
     return box.open(endpoint.secret_ciphertext, context=endpoint.app_id)
