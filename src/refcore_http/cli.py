@@ -1,4 +1,4 @@
-"""The ``refcore`` command: ``serve``, ``session`` and ``migrate``.
+"""The ``refcore`` command: ``serve``, ``session``, ``migrate`` and ``reseal-secrets``.
 
 Every command reads the same settings (``REFCORE_*`` environment variables, overridden by
 flags), so ``refcore session`` mints a token in the very database ``refcore serve`` uses.
@@ -6,6 +6,9 @@ Errors an operator can fix (a bad setting, an unreachable database, an invalid e
 line on stderr and exit with status 2; nothing secret is printed except the token asked for.
 ``refcore session --end-all`` ends a user's sessions instead; an address no user has exits
 with status 1 (nothing was ended: a mistyped address must not pass for a done offboarding).
+``refcore reseal-secrets`` moves every stored secret to ``REFCORE_SECRET_KEY`` (the last step but
+one of changing it, docs/deployment.md); a secret that opens under neither key makes it exit 1
+once it has done the others.
 """
 
 from __future__ import annotations
@@ -176,6 +179,49 @@ def migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def reseal_secrets(args: argparse.Namespace) -> int:
+    """Seal every stored secret anew under ``REFCORE_SECRET_KEY`` (those the fallback opens) and
+    print one line of counts; exit 1 when a secret opens under neither key, naming the records
+    on stderr (by ID: no key, secret or ciphertext is ever printed)."""
+    from refcore.services.secret_resealing import reseal_secrets as reseal
+    from refcore_http.processor.keys import processor_keys
+    from refcore_http.webhooks.keys import secret_box
+
+    settings = _settings(args)
+    if settings.secret_key is None:
+        # Sealing under the public development key would protect nothing, and on a database
+        # the servers share it would undo the fleet's key.
+        raise CommandError(
+            "REFCORE_SECRET_KEY is required: reseal-secrets seals every stored secret under it "
+            "(set REFCORE_SECRET_KEY_FALLBACK to the key they were sealed with)"
+        )
+    store = _open(settings)
+    try:
+        if not store.persistent:
+            raise CommandError(f"{MEMORY_URL} keeps nothing to reseal; name the servers' database")
+        if store.schema_is_behind():
+            raise CommandError(
+                f"{store.description} lacks migrations this release needs; run `refcore migrate` first"
+            )
+        report = reseal(store.sealed_secrets, secret_box(settings), processor_keys(settings))
+    finally:
+        store.dispose()
+    for record in report.unopenable:
+        print(
+            f"refcore: {record.kind.value.replace('_', ' ')} {record.id}: its secret opens with neither "
+            "REFCORE_SECRET_KEY nor REFCORE_SECRET_KEY_FALLBACK",
+            file=sys.stderr,
+        )
+    if report.changed_meanwhile:
+        print(
+            f"refcore: {report.changed_meanwhile} secret(s) changed while this ran (an API call rotated or "
+            "removed them) and were left as stored; run reseal-secrets again to check them",
+            file=sys.stderr,
+        )
+    print(report.summary())
+    return 1 if report.unopenable else 0
+
+
 def _migrate_saying_so(store: OpenStore) -> None:
     """Apply pending migrations, saying so on stderr first when there are any: on a big ledger
     some take a while (docs/deployment.md), and ``refcore session`` applies them too."""
@@ -246,6 +292,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     migrate_parser.add_argument("--database-url", help=_URL_HELP)
     migrate_parser.set_defaults(run=migrate)
+
+    reseal_parser = commands.add_parser(
+        "reseal-secrets",
+        help="seal every stored secret anew under REFCORE_SECRET_KEY",
+        description=(
+            "Seal every webhook endpoint and processor connection secret anew under "
+            "REFCORE_SECRET_KEY: those that open under REFCORE_SECRET_KEY_FALLBACK are rewritten, "
+            "each only if no API call changed it meanwhile; those already under the key are left. "
+            "Prints one line of counts. Exit status 1 when a secret opens under neither key (its "
+            "record is named on stderr), after the others are done. Safe to run again."
+        ),
+    )
+    reseal_parser.add_argument("--database-url", help=_URL_HELP)
+    reseal_parser.set_defaults(run=reseal_secrets)
     return parser
 
 

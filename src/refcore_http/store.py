@@ -12,7 +12,7 @@ from datetime import datetime
 
 from attrs import frozen
 
-from refcore.ports import Clock, EventNotifier, EventOutbox
+from refcore.ports import Clock, EventNotifier, EventOutbox, SealedSecrets
 from refcore.services.runtime import Runtime
 
 MEMORY_URL = "memory://"
@@ -39,6 +39,8 @@ class OpenStore:
     prune: Callable[[datetime], int]
     #: The URL with any password masked, for messages.
     description: str
+    #: Every stored sealed secret, for ``refcore reseal-secrets``.
+    sealed_secrets: SealedSecrets
 
 
 def _nothing() -> None:
@@ -73,7 +75,7 @@ def open_store(
 ) -> OpenStore:
     """The store the URL names; ``pool_size`` and ``max_overflow`` size an SQL store's pool."""
     if is_memory(database_url):
-        from refcore_memstore import MemoryDatabase, MemoryOutbox, memory_runtime
+        from refcore_memstore import MemoryDatabase, MemoryOutbox, MemorySealedSecrets, memory_runtime
 
         database = MemoryDatabase()
         return OpenStore(
@@ -85,6 +87,7 @@ def open_store(
             dispose=_nothing,
             prune=_nothing_to_prune,
             description=MEMORY_URL,
+            sealed_secrets=MemorySealedSecrets(database),
         )
     try:
         from refcore_sqlstore import SqlStore
@@ -113,4 +116,5 @@ def open_store(
         dispose=store.dispose,
         prune=store.prune,
         description=store.safe_url,
+        sealed_secrets=store.sealed_secrets,
     )

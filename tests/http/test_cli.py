@@ -25,7 +25,7 @@ from tests.http.world import Client, expect
 _REFCORE = Path(sys.executable).with_name("refcore")
 
 
-@pytest.mark.parametrize("command", [[], ["serve"], ["session"], ["migrate"]])
+@pytest.mark.parametrize("command", [[], ["serve"], ["session"], ["migrate"], ["reseal-secrets"]])
 def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         cli.main([*command, "--help"])
@@ -33,9 +33,11 @@ def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert out.startswith("usage: refcore")
     if not command:
-        assert all(name in out for name in ("serve", "session", "migrate"))
+        assert all(name in out for name in ("serve", "session", "migrate", "reseal-secrets"))
     if command == ["serve"]:
         assert all(flag in out for flag in ("--host", "--port", "--database-url", "--no-migrate"))
+    if command == ["reseal-secrets"]:
+        assert "--database-url" in out
 
 
 def test_no_command_prints_usage_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
