@@ -123,6 +123,35 @@ def test_a_secret_that_does_not_decrypt_under_the_server_key_is_recorded_without
     assert receiver.received == []
 
 
+def test_a_server_whose_fallback_key_sealed_the_secret_signs_with_the_same_secret(
+    world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase, deliverer: Deliverer
+) -> None:
+    """While a fleet changes REFCORE_SECRET_KEY (docs/deployment.md), a process whose key is the
+    new one and whose fallback is the old one delivers what the old key sealed, signed with the
+    endpoint's unchanged secret; its failure message names both settings when neither opens it."""
+    configured = configure(world, box, receiver.url("/ok"))  # sealed under SECRET_KEY
+    receiver.secret = configured.secret
+    world.add_affiliate()
+    switched = SecretBox("the next server key, long enough for HKDF", fallback_key=SECRET_KEY)
+    run(WebhookDispatcher(world.rt, MemoryOutbox(database), switched, deliverer).drain())
+
+    assert [record.status for record in deliveries(world)] == [DeliveryStatus.SUCCEEDED]
+    assert len(receiver.received) == 1 and receiver.received[0].problems == []
+
+
+def test_the_failure_of_a_secret_no_key_opens_names_the_key_and_its_fallback(
+    world: World, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    configure(world, SecretBox("another server key, also long enough!!"), receiver.url("/ok"))
+    world.add_affiliate()
+
+    run(dispatcher.drain())
+
+    [record] = deliveries(world)
+    assert record.error is not None
+    assert "REFCORE_SECRET_KEY_FALLBACK" in record.error and "docs/deployment.md" in record.error
+
+
 def test_events_committed_while_no_dispatcher_ran_are_delivered_once_after_restart(
     world: World, box: SecretBox, receiver: Receiver, database: MemoryDatabase, deliverer: Deliverer
 ) -> None:

@@ -416,7 +416,8 @@ class WebhookDispatcher:
                 succeeded=False,
                 duration_ms=0,
                 error="not sent: the signing secret does not decrypt with this server's "
-                "REFCORE_SECRET_KEY; rotate the secret",
+                "REFCORE_SECRET_KEY (nor its REFCORE_SECRET_KEY_FALLBACK, if set); give the server "
+                "the key it was sealed with (docs/deployment.md) or rotate the secret",
             )
         body = body_of(event)
         headers = signed_headers(event, body, secret=secret, timestamp=int(self._rt.clock.now().timestamp()))
