@@ -124,6 +124,16 @@ def _payout_sum(column: Any, affiliate: Any) -> Any:
     return func.coalesce(select(column).where(s.c.program_affiliate_id == affiliate).scalar_subquery(), 0)
 
 
+def _payout_sums(with_payouts: bool, affiliate: Any) -> tuple[Any, Any]:
+    """Paid and processing: the affiliate's payout sums, or zeros (a Test balance has none)."""
+    if not with_payouts:
+        return literal(0), literal(0)
+    return (
+        _payout_sum(affiliate_payout_sums.c.paid_amount, affiliate),
+        _payout_sum(affiliate_payout_sums.c.processing_amount, affiliate),
+    )
+
+
 def _month_sums() -> tuple[Any, ...]:
     """Held, open, and open before this month, over the affiliate's month rows (the FROM)."""
     b = affiliate_balance_buckets
@@ -172,16 +182,10 @@ def _approved_this_minute(affiliate: Any) -> Any:
 def _status_sums_statement(with_payouts: bool) -> Any:
     """Built once per shape (statement building costs more than running it)."""
     affiliate: Any = bindparam("affiliate")
-    if with_payouts:
-        paid: Any = _payout_sum(affiliate_payout_sums.c.paid_amount, affiliate)
-        processing: Any = _payout_sum(affiliate_payout_sums.c.processing_amount, affiliate)
-    else:
-        paid = processing = literal(0)
     b = affiliate_balance_buckets
     # An aggregate over the month rows, one index range; the rest are uncorrelated subqueries.
     return select(
-        paid,
-        processing,
+        *_payout_sums(with_payouts, affiliate),
         *_month_sums(),
         *_open_since_this_month(affiliate),
     ).where(
@@ -212,17 +216,12 @@ def _listed_status_sums_statement(with_payouts: bool) -> Any:
     aggregate: a few rows a year each."""
     listed = func.unnest(bindparam("affiliates", type_=IdList())).table_valued("affiliate").render_derived()
     affiliate = listed.c.affiliate
-    if with_payouts:
-        paid: Any = _payout_sum(affiliate_payout_sums.c.paid_amount, affiliate)
-        processing: Any = _payout_sum(affiliate_payout_sums.c.processing_amount, affiliate)
-    else:
-        paid = processing = literal(0)
     b = affiliate_balance_buckets
     of_months = (b.c.program_affiliate_id == affiliate, b.c.mode == bindparam("mode"), b.c.grain == "month")
     month_sums = (select(total).where(*of_months).scalar_subquery() for total in _month_sums())
-    return select(affiliate, paid, processing, *month_sums, *_open_since_this_month(affiliate)).select_from(
-        listed
-    )
+    return select(
+        affiliate, *_payout_sums(with_payouts, affiliate), *month_sums, *_open_since_this_month(affiliate)
+    ).select_from(listed)
 
 
 #: Payouts are Live only: a Test balance has no paid or processing part.
