@@ -450,6 +450,47 @@ def test_a_request_for_money_that_came_after_a_payouts_read_is_not_closed_by_tha
     assert pw.balance() == Balance(available=1000, paid=2000)
 
 
+@pytest.mark.parametrize("payout", ["mark_paid", "batch"])
+def test_a_request_made_after_a_payout_began_is_closed_only_by_a_payout_of_what_it_counted(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, payout: str
+) -> None:
+    """docs/payouts.md: a request being made either is named by the payout that pays its money,
+    or asks only for what the payout left. The payout here began (its unit of work's moment is
+    fixed) and is held before it locks the affiliate; a second later 1,000 more becomes
+    available and the affiliate asks for its 3,000. On PostgreSQL the request commits first,
+    and the payout, which read the funds at its own earlier moment, paid 2,000 and closed the
+    request for 3,000 as paid (probe P). It must run again and pay the 3,000. Where the payout
+    holds the store (the memory store, SQLite's write lock) the request waits and asks for the
+    1,000 left: either way the request's amount is what the payout that closes it paid, or what
+    the payout left."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    principal, _ = affiliate_key(pw.rt, pw.world.affiliate)
+    pw.earn(10_000)
+    pw.past_hold()
+
+    def pay() -> Any:
+        return pw.mark_paid() if payout == "mark_paid" else pw.prepare()
+
+    def later_earn_then_request() -> Any:
+        clock.advance(timedelta(seconds=1))  # available after the payout's moment
+        pw.earn(5_000)
+        return pw.request(principal)
+
+    before_its_lock = "_locked_executions" if payout == "mark_paid" else "live_balances"
+    paid, request = held_after_its_read(monkeypatch, payouts, before_its_lock, pay, later_earn_then_request)
+    if payout == "batch":
+        [paid] = pw.dispatch(paid.id).executions
+        pw.report(paid.id, "succeeded", "k1")
+    [stored] = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
+    assert stored.id == request.id
+    if stored.status is PayoutRequestStatus.PAID:
+        assert (stored.payout_execution_id, stored.amount, paid.amount) == (paid.id, 3000, 3000)
+        assert pw.balance() == Balance(paid=3000)
+    else:
+        assert (stored.status, stored.amount, paid.amount) == (PayoutRequestStatus.OPEN, 1000, 2000)
+        assert pw.balance() == Balance(available=1000, paid=2000)
+
+
 def test_a_batch_that_waited_for_another_batchs_lock_plans_no_second_payout_for_the_affiliate(
     runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
