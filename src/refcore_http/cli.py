@@ -185,7 +185,7 @@ def reseal_secrets(args: argparse.Namespace) -> int:
     on stderr (by ID: no key, secret or ciphertext is ever printed)."""
     from refcore.services.secret_resealing import reseal_secrets as reseal
     from refcore_http.processor.keys import processor_keys
-    from refcore_http.webhooks.keys import secret_box
+    from refcore_http.webhooks.keys import DEVELOPMENT_SECRET_KEY, secret_box
 
     settings = _settings(args)
     if settings.secret_key is None:
@@ -194,6 +194,12 @@ def reseal_secrets(args: argparse.Namespace) -> int:
         raise CommandError(
             "REFCORE_SECRET_KEY is required: reseal-secrets seals every stored secret under it "
             "(set REFCORE_SECRET_KEY_FALLBACK to the key they were sealed with)"
+        )
+    if settings.secret_key == DEVELOPMENT_SECRET_KEY:
+        # The same, named outright: the two variables swapped while leaving the development key.
+        raise CommandError(
+            "REFCORE_SECRET_KEY is the public development key, which protects nothing: set it to "
+            "your own key (the development key may be REFCORE_SECRET_KEY_FALLBACK, to leave it)"
         )
     store = _open(settings)
     try:
@@ -206,16 +212,22 @@ def reseal_secrets(args: argparse.Namespace) -> int:
         report = reseal(store.sealed_secrets, secret_box(settings), processor_keys(settings))
     finally:
         store.dispose()
+    keys = (
+        "REFCORE_SECRET_KEY"
+        if settings.secret_key_fallback is None
+        else "either REFCORE_SECRET_KEY or REFCORE_SECRET_KEY_FALLBACK"
+    )
     for record in report.unopenable:
         print(
-            f"refcore: {record.kind.value.replace('_', ' ')} {record.id}: its secret opens with neither "
-            "REFCORE_SECRET_KEY nor REFCORE_SECRET_KEY_FALLBACK",
+            f"refcore: {record.kind.value.replace('_', ' ')} {record.id}: "
+            f"its secret does not open with {keys}",
             file=sys.stderr,
         )
     if report.changed_meanwhile:
         print(
             f"refcore: {report.changed_meanwhile} secret(s) changed while this ran (an API call rotated or "
-            "removed them) and were left as stored; run reseal-secrets again to check them",
+            "removed them, or another reseal-secrets moved them) and were left as stored; run "
+            "reseal-secrets again to check them",
             file=sys.stderr,
         )
     print(report.summary())

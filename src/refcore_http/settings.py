@@ -238,9 +238,23 @@ def _session_ttl_hours(value: object, *, name: str) -> int:
     return int(text)
 
 
+def _key_text(value: str, *, name: str) -> None:
+    """A key's own rule: 32 characters or more, and text that UTF-8 can encode (the keys are
+    derived from its UTF-8 bytes). An environment variable holding bytes that are not UTF-8
+    reaches Python as lone surrogates, which had passed the length check and then failed the
+    first derivation with a traceback: ``refcore reseal-secrets`` exited 1, its code for "a
+    secret opens under neither key" (probe R). The message never quotes the key."""
+    if len(value) < MIN_SECRET_KEY_LENGTH:
+        raise SettingsError(f"{name} must be at least {MIN_SECRET_KEY_LENGTH} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SettingsError(f"{name} holds bytes that are not UTF-8 text; set it to text") from None
+
+
 def _secret_key(value: str | None) -> str | None:
-    if value is not None and len(value) < MIN_SECRET_KEY_LENGTH:
-        raise SettingsError(f"REFCORE_SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} characters")
+    if value is not None:
+        _key_text(value, name="REFCORE_SECRET_KEY")
     return value
 
 
@@ -251,10 +265,7 @@ def _secret_key_fallback(value: str | None, secret_key: str | None) -> str | Non
     step it stands for (docs/deployment.md) was left half-written. No message quotes a key."""
     if value is None:
         return None
-    if len(value) < MIN_SECRET_KEY_LENGTH:
-        raise SettingsError(
-            f"REFCORE_SECRET_KEY_FALLBACK must be at least {MIN_SECRET_KEY_LENGTH} characters"
-        )
+    _key_text(value, name="REFCORE_SECRET_KEY_FALLBACK")
     if secret_key is None:
         raise SettingsError(
             "REFCORE_SECRET_KEY_FALLBACK is set without REFCORE_SECRET_KEY: the fallback only opens "

@@ -20,7 +20,7 @@ from refcore_http.settings import Settings
 from refcore_http.store import OpenStore, open_store
 from refcore_http.webhooks.delivery import Outcome
 from refcore_http.webhooks.dispatcher import WebhookDispatcher
-from refcore_http.webhooks.keys import secret_box
+from refcore_http.webhooks.keys import DEVELOPMENT_SECRET_KEY, secret_box
 from refcore_http.webhooks.signing import EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
 from tests.http.world import Client, Tenant, expect, new_tenant
 from tests.processor.world import CONNECT_URL, Installation, connect, deliver, new_installation
@@ -28,6 +28,8 @@ from tests.processor.world import CONNECT_URL, Installation, connect, deliver, n
 KEY_A = "reseal-cli-key-A-0123456789abcdefghijkl"
 KEY_B = "reseal-cli-key-B-0123456789abcdefghijkl"
 KEY_C = "reseal-cli-key-C-0123456789abcdefghijkl"
+#: What ``os.environ`` holds for a variable set to bytes that are not UTF-8.
+NOT_UTF_8_KEY = "reseal-cli-key-\udcff\udcfe-0123456789abcdefghijkl"
 EVERY_KEY = (KEY_A, KEY_B, KEY_C)
 
 
@@ -172,6 +174,11 @@ def test_secrets_neither_key_opens_are_named_by_id_and_the_command_exits_1(
     )
     assert lines[1].startswith("refcore: processor connection pcn_")
     assert stored.endpoint_secret not in err and stored.installation.secret not in err
+    # Without a fallback, the check names the one key it tried.
+    status, out, err = _reseal(monkeypatch, capsys, stored.url, KEY_C, None)
+    assert status == 1 and out == "resealed 0, already current 0, unopenable 2, changed meanwhile 0\n"
+    tried = [line.rpartition(": ")[2] for line in err.splitlines()]
+    assert tried == ["its secret does not open with REFCORE_SECRET_KEY"] * 2
     # Nothing was written: key A still opens both.
     assert _processor_event_status(opened, stored, _settings(stored.url, KEY_A)) == 200
 
@@ -186,6 +193,12 @@ def test_secrets_neither_key_opens_are_named_by_id_and_the_command_exits_1(
         ({"REFCORE_SECRET_KEY": KEY_A, "REFCORE_SECRET_KEY_FALLBACK": KEY_A}, "must differ"),
         ({"REFCORE_SECRET_KEY": KEY_A, "REFCORE_SECRET_KEY_FALLBACK": "short"}, "at least 32"),
         ({}, "REFCORE_SECRET_KEY is required"),
+        # Probe R: a swap that left the development key as the key would seal under it.
+        ({"REFCORE_SECRET_KEY": DEVELOPMENT_SECRET_KEY}, "public development key"),
+        # Probe R: bytes that are not UTF-8 (lone surrogates in Python) had raised a traceback
+        # and exited 1, the code for "a secret opens under neither key".
+        ({"REFCORE_SECRET_KEY": KEY_A, "REFCORE_SECRET_KEY_FALLBACK": NOT_UTF_8_KEY}, "not UTF-8"),
+        ({"REFCORE_SECRET_KEY": NOT_UTF_8_KEY}, "REFCORE_SECRET_KEY holds bytes that are not UTF-8"),
     ],
 )
 def test_the_command_refuses_bad_or_missing_keys_in_one_line_quoting_no_key(

@@ -292,6 +292,10 @@ def test_an_empty_fallback_is_unset() -> None:
             {"REFCORE_SECRET_KEY_FALLBACK": _FALLBACK},
             "REFCORE_SECRET_KEY_FALLBACK is set without REFCORE_SECRET_KEY",
         ),
+        (
+            {"REFCORE_SECRET_KEY": _KEY, "REFCORE_SECRET_KEY_FALLBACK": _FALLBACK + "\udcff"},
+            "REFCORE_SECRET_KEY_FALLBACK holds bytes that are not UTF-8 text",
+        ),
     ],
 )
 def test_a_fallback_that_is_short_equal_to_the_key_or_alone_is_refused_without_quoting_a_key(
