@@ -491,6 +491,55 @@ def test_a_request_made_after_a_payout_began_is_closed_only_by_a_payout_of_what_
         assert pw.balance() == Balance(available=1000, paid=2000)
 
 
+@pytest.mark.parametrize("payout", ["mark_paid", "batch"])
+def test_a_request_made_after_a_payout_began_for_the_same_money_does_not_run_the_payout_again(
+    runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, payout: str
+) -> None:
+    """The rule above makes a payout run again only when the request counted other money: a
+    retry re-runs a whole batch, and one for every request made meanwhile had made batches of
+    600 ready affiliates run out of retries under steady requests (probe P2). Here the request
+    comes a second after the payout began, but nothing became available in between: the payout
+    reads the funds once, pays the 2,000 and closes the request for 2,000 as paid."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    principal, _ = affiliate_key(pw.rt, pw.world.affiliate)
+    pw.earn(10_000)
+    pw.past_hold()
+    reads: list[str] = []
+    real_funds_of = payouts.funds_of
+
+    def counted_funds_of(tx: Tx, program_affiliate_id: str) -> Any:
+        reads.append(program_affiliate_id)
+        return real_funds_of(tx, program_affiliate_id)
+
+    monkeypatch.setattr(payouts, "funds_of", counted_funds_of)
+
+    def pay() -> Any:
+        return pw.mark_paid() if payout == "mark_paid" else pw.prepare()
+
+    def later_request() -> Any:
+        clock.advance(timedelta(seconds=1))
+        try:
+            return pw.request(principal)
+        except StateConflict as nothing_available:
+            return nothing_available
+
+    before_its_lock = "_locked_executions" if payout == "mark_paid" else "live_balances"
+    paid, request = held_after_its_read(monkeypatch, payouts, before_its_lock, pay, later_request)
+    assert reads == [pw.world.affiliate.id]  # one read of the funds: no second run
+    if payout == "batch":
+        [paid] = pw.dispatch(paid.id).executions
+        pw.report(paid.id, "succeeded", "k1")
+    stored = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
+    if stored:  # the request came first (PostgreSQL), and the payout closed it
+        assert [(r.id, r.status, r.payout_execution_id, r.amount) for r in stored] == [
+            (request.id, PayoutRequestStatus.PAID, paid.id, 2000)
+        ]
+    else:  # it waited for the payout and found nothing available
+        assert isinstance(request, StateConflict)
+    assert paid.amount == 2000
+    assert pw.balance() == Balance(paid=2000)
+
+
 def test_a_batch_that_waited_for_another_batchs_lock_plans_no_second_payout_for_the_affiliate(
     runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,7 @@ using :func:`refcore.services.payout_state.funds_of`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from refcore.models import EntryStatus, Mode
 from refcore.rules.entry_status import Balance
@@ -19,7 +20,13 @@ from refcore.services.runtime import Tx
 
 def live_balance(tx: Tx, program_affiliate_id: str) -> Balance:
     """Pending, held, available (approved, net of negatives), processing and paid, Live only."""
-    return _balance(tx.uow.ledger().status_sums(program_affiliate_id, Mode.LIVE, tx.now))
+    return live_balance_at(tx, program_affiliate_id, tx.now)
+
+
+def live_balance_at(tx: Tx, program_affiliate_id: str, moment: datetime) -> Balance:
+    """:func:`live_balance` as the ledger stands, with the statuses entries have at ``moment``
+    (a payout compares its own moment with a payout request's)."""
+    return _balance(tx.uow.ledger().status_sums(program_affiliate_id, Mode.LIVE, moment))
 
 
 def live_balances(tx: Tx, program_affiliate_ids: Sequence[str]) -> dict[str, Balance]:
