@@ -1,0 +1,17 @@
+"""``python -m bench.payout_batch``: the figures it prints are the batch's and the CSV's own."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bench.payout_batch import run
+
+
+def test_it_times_a_batch_of_the_ready_affiliates_and_their_csv(tmp_path: Path) -> None:
+    lines = run(f"sqlite:///{tmp_path / 'bench.db'}", affiliates=40, ready_every=4, repeats=2)
+    assert len(lines) == 3
+    batch = r"sqlite prepare_batch: 40 affiliates, 10 paid, \d+\.\d{3} s, [1-9]\d* statements"
+    for line in lines[:2]:  # each batch canceled, so the next pays the same ten again
+        assert re.fullmatch(batch, line)
+    assert re.fullmatch(r"sqlite ready_payouts_csv: 10 rows, \d+\.\d{3} s, [1-9]\d* statements", lines[2])
