@@ -23,7 +23,12 @@ from attrs import evolve
 from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite, IdempotencyConflict, StateConflict
 from refcore.models import EventType, ProgramAffiliate
-from refcore.models.payout import PayoutBatchStatus, PayoutExecutionStatus, PayoutRequestStatus
+from refcore.models.payout import (
+    PayoutBatchStatus,
+    PayoutExecution,
+    PayoutExecutionStatus,
+    PayoutRequestStatus,
+)
 from refcore.rules.entry_status import Balance
 from refcore.services import payout_accounts, payout_executions, payout_requests, payouts, revenue
 from refcore.services.runtime import Runtime, Tx
@@ -364,6 +369,24 @@ def request_held_during(
     return request, result
 
 
+def paid_while_held_before_its_lock(
+    pw: PayoutWorld, monkeypatch: pytest.MonkeyPatch, payout: str, other: Callable[[], T]
+) -> tuple[PayoutExecution, T]:
+    """A payout (``"mark_paid"``, or a batch then dispatched and reported ``succeeded``) held
+    after its unit of work began and before it locks the affiliate, while ``other`` runs: the
+    payout that succeeded, and what ``other`` returned."""
+
+    def pay() -> Any:
+        return pw.mark_paid() if payout == "mark_paid" else pw.prepare()
+
+    before_its_lock = "_locked_executions" if payout == "mark_paid" else "live_balances"
+    paid, result = held_after_its_read(monkeypatch, payouts, before_its_lock, pay, other)
+    if payout == "batch":
+        [paid] = pw.dispatch(paid.id).executions
+        pw.report(paid.id, "succeeded", "k1")
+    return paid, result
+
+
 def test_a_payout_request_made_while_mark_paid_pays_its_money_is_closed_as_paid(
     runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -468,19 +491,12 @@ def test_a_request_made_after_a_payout_began_is_closed_only_by_a_payout_of_what_
     pw.earn(10_000)
     pw.past_hold()
 
-    def pay() -> Any:
-        return pw.mark_paid() if payout == "mark_paid" else pw.prepare()
-
     def later_earn_then_request() -> Any:
         clock.advance(timedelta(seconds=1))  # available after the payout's moment
         pw.earn(5_000)
         return pw.request(principal)
 
-    before_its_lock = "_locked_executions" if payout == "mark_paid" else "live_balances"
-    paid, request = held_after_its_read(monkeypatch, payouts, before_its_lock, pay, later_earn_then_request)
-    if payout == "batch":
-        [paid] = pw.dispatch(paid.id).executions
-        pw.report(paid.id, "succeeded", "k1")
+    paid, request = paid_while_held_before_its_lock(pw, monkeypatch, payout, later_earn_then_request)
     [stored] = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
     assert stored.id == request.id
     if stored.status is PayoutRequestStatus.PAID:
@@ -513,9 +529,6 @@ def test_a_request_made_after_a_payout_began_for_the_same_money_does_not_run_the
 
     monkeypatch.setattr(payouts, "funds_of", counted_funds_of)
 
-    def pay() -> Any:
-        return pw.mark_paid() if payout == "mark_paid" else pw.prepare()
-
     def later_request() -> Any:
         clock.advance(timedelta(seconds=1))
         try:
@@ -523,12 +536,8 @@ def test_a_request_made_after_a_payout_began_for_the_same_money_does_not_run_the
         except StateConflict as nothing_available:
             return nothing_available
 
-    before_its_lock = "_locked_executions" if payout == "mark_paid" else "live_balances"
-    paid, request = held_after_its_read(monkeypatch, payouts, before_its_lock, pay, later_request)
+    paid, request = paid_while_held_before_its_lock(pw, monkeypatch, payout, later_request)
     assert reads == [pw.world.affiliate.id]  # one read of the funds: no second run
-    if payout == "batch":
-        [paid] = pw.dispatch(paid.id).executions
-        pw.report(paid.id, "succeeded", "k1")
     stored = runtime.read(lambda tx: tx.uow.payout_requests.find_all({}))
     if stored:  # the request came first (PostgreSQL), and the payout closed it
         assert [(r.id, r.status, r.payout_execution_id, r.amount) for r in stored] == [
