@@ -4,8 +4,10 @@
 builds a program of that many affiliates through the services (one in ``--ready-every`` earns
 a payout), then times ``prepare_batch`` and ``ready_payouts_csv`` and counts the statements
 each sends (SQLAlchemy's ``before_cursor_execute``, which the store's driver path announces
-too). The forty-first session's figures (bench/history.md) came from this. The database must
-be empty: a new SQLite path, or a new PostgreSQL database.
+too). The forty-first session's figures (bench/history.md) came from this. Then one more
+affiliate earns ``--entries`` commissions and is marked paid: one payout of that many entries
+(the forty-second session's figures). The database must be empty: a new SQLite path, or a new
+PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def _counted(store: SqlStore, work: Callable[[], T]) -> tuple[T, float, int]:
     return result, seconds, sent
 
 
-def run(database_url: str, affiliates: int, ready_every: int, repeats: int) -> list[str]:
+def run(database_url: str, affiliates: int, ready_every: int, repeats: int, entries: int = 0) -> list[str]:
     """One line per measurement."""
     store = SqlStore(database_url)
     try:
@@ -73,6 +75,16 @@ def run(database_url: str, affiliates: int, ready_every: int, repeats: int) -> l
             f"{store.dialect} ready_payouts_csv: {csv.count(chr(10)) - 1} rows, {seconds:.3f} s, "
             f"{sent} statements"
         )
+        if entries:
+            earner = world.add_affiliate()
+            for _ in range(entries):
+                pw.earn(10_000, earner)
+            pw.past_hold()
+            execution, seconds, sent = _counted(store, lambda: pw.mark_paid(earner))
+            lines.append(
+                f"{store.dialect} mark_paid: {entries} entries, {execution.amount} paid, {seconds:.3f} s, "
+                f"{sent} statements"
+            )
         return lines
     finally:
         store.dispose()
@@ -88,8 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--ready-every", type=int, default=20, help="one affiliate in this many earns a payout"
     )
     parser.add_argument("--repeats", type=int, default=3, help="batches prepared (each canceled after)")
+    parser.add_argument(
+        "--entries", type=int, default=1000, help="entries of the one payout marked paid at the end (0: none)"
+    )
     args = parser.parse_args(argv)
-    for line in run(args.database_url, args.affiliates, args.ready_every, args.repeats):
+    for line in run(args.database_url, args.affiliates, args.ready_every, args.repeats, args.entries):
         print(line, flush=True)
     return 0
 
