@@ -89,6 +89,11 @@ class MemoryLedgerReads:
         ]
         return self._states_of(items, wanted)
 
+    def entries(self, entry_ids: Collection[str]) -> list[CommissionEntry]:
+        repository = self._repositories["commission_entries"]
+        found = (repository.get(entry_id) for entry_id in sorted(set(entry_ids)))
+        return [entry for entry in found if entry is not None]
+
     def held_payments(self, payment_ids: Collection[str]) -> frozenset[str]:
         payments = self._repositories["payments"]
         found = (payments.get(payment_id) for payment_id in set(payment_ids))

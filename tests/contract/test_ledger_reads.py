@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
+from attrs import evolve
+
 from refcore.clocks import ManualClock
 from refcore.models import CommissionEntry, DisputeStatus, EntryStatus, Mode
 from refcore.models.payout import PayoutExecutionStatus
@@ -143,3 +146,44 @@ def test_status_sums_of_an_affiliate_without_entries_are_zero(runtime: Runtime, 
     world = build_world(runtime, clock)
     sums = world.rt.read(lambda tx: dict(tx.uow.ledger().status_sums(world.affiliate.id, LIVE, tx.now)))
     assert sums == dict.fromkeys(EntryStatus, 0)
+
+
+def test_entries_by_id_are_the_stored_ones_each_once_in_id_order(runtime: Runtime, clock: ManualClock) -> None:
+    world = build_world(runtime, clock)
+    recorded = [world.pay(world.referred_customer(), amount).record for amount in (1_000, 2_000, 3_000)]
+    world.refund(recorded[0].payment_id, 500)  # a reversal is an entry too
+
+    def work(tx: Tx) -> tuple[list[CommissionEntry], list[CommissionEntry]]:
+        stored = tx.uow.commission_entries.find_all({"program_affiliate_id": world.affiliate.id})
+        asked = [e.id for e in reversed(stored)] + [stored[1].id, "cme_missing"]
+        return stored, tx.uow.ledger().entries(asked)
+
+    stored, found = world.rt.read(work)
+    assert len(stored) == 4
+    assert found == sorted(stored, key=lambda e: e.id)
+    assert world.rt.read(lambda tx: tx.uow.ledger().entries([])) == []
+
+
+def test_entries_by_id_see_the_unit_of_works_own_uncommitted_entries(runtime: Runtime, clock: ManualClock) -> None:
+    world = build_world(runtime, clock)
+    made = world.pay(world.referred_customer(), 1_000).record
+    entry = world.rt.read(lambda tx: tx.uow.commission_entries.find_one({"transaction_id": made.id}))
+    assert entry is not None
+    seen: list[list[CommissionEntry]] = []
+
+    def work(tx: Tx) -> None:
+        copy = evolve(entry, id=tx.new_id("cme"), amount=entry.amount + 1)
+        tx.uow.commission_entries.add(copy)
+        seen.append([copy])
+        seen.append(tx.uow.ledger().entries([copy.id, entry.id]))
+        raise _Abandoned  # nothing of this test's own entry is kept
+
+    with pytest.raises(_Abandoned):
+        world.rt.transaction(work)
+    (copy,), found = seen
+    assert found == sorted([copy, entry], key=lambda e: e.id)
+    assert world.rt.read(lambda tx: tx.uow.ledger().entries([copy.id])) == []
+
+
+class _Abandoned(Exception):
+    """Raised to end a unit of work without committing it."""

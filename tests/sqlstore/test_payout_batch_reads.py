@@ -7,6 +7,7 @@ affiliate after another, a batch of a program of 2,000 affiliates had sent 5,005
 from __future__ import annotations
 
 from refcore.clocks import ManualClock
+from refcore.models import EventType
 from refcore.services import payouts
 from refcore.services.runtime import Runtime
 from refcore_sqlstore import SqlStore
@@ -48,3 +49,21 @@ def test_a_batch_reads_payouts_in_flight_together_and_on_postgresql_balances_too
     assert rows.count("\n") == 1 + _READY_AFFILIATES
     if sql_store.dialect == "postgresql":
         assert len(csv_statements) < _IDLE_AFFILIATES / 4
+
+
+def test_a_payout_reads_the_entries_its_commission_paid_events_carry_together(sql_store: SqlStore) -> None:
+    """``payout_executions.record_success`` once read each paid entry by ID: a payout of 1,000
+    entries sent 1,000 statements for its ``commission.paid`` events."""
+    clock = ManualClock()
+    pw = build_payout_world(sql_store.runtime(clock=clock), clock, hold_days=0)
+    entries = 30
+    for _ in range(entries):
+        pw.earn(1_000)
+    pw.past_hold()
+    with recorded_statements(sql_store) as statements:
+        execution = pw.mark_paid()
+    assert execution.amount == entries * 200
+    reads_by_id = [sql for sql, _ in statements if "WHERE commission_entries.id" in sql]
+    assert len(reads_by_id) == 1
+    paid = {event.data["id"] for event in pw.events(EventType.COMMISSION_PAID)}
+    assert len(paid) == entries

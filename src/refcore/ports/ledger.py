@@ -54,6 +54,12 @@ class LedgerReads(Protocol):
         so that a page of entries costs the same however many payouts the affiliates had."""
         ...
 
+    def entries(self, entry_ids: Collection[str]) -> list[CommissionEntry]:
+        """The entries with these IDs (those that exist, each once), in ID order: one read for
+        a succeeded payout's entries, which ``commission.paid`` events carry, where reading
+        them one by one had cost a statement each (1,000 for a payout of 1,000 entries)."""
+        ...
+
     def held_payments(self, payment_ids: Collection[str]) -> frozenset[str]:
         """Which of these payments (``txn_``) have an open dispute, so their entries are
         ``held``: one read for a page of entries instead of one per payment."""

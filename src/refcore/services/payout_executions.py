@@ -123,9 +123,10 @@ def create_execution(
 
 def record_success(tx: Tx, execution: PayoutExecution) -> None:
     """The effects of a succeeded execution (already stored as ``succeeded``)."""
-    for item in tx.uow.payout_items.find_all({"execution_id": execution.id}):
-        entry = tx.uow.commission_entries.get(item.entry_id)
-        assert entry is not None
+    items = tx.uow.payout_items.find_all({"execution_id": execution.id})
+    entries = {entry.id: entry for entry in tx.uow.ledger().entries([item.entry_id for item in items])}
+    for item in items:
+        entry = entries[item.entry_id]
         tx.emit(
             EventType.COMMISSION_PAID,
             app_id=execution.app_id,
