@@ -87,6 +87,13 @@ def serve(args: argparse.Namespace) -> int:
     try:
         if settings.migrate_on_start:
             store.migrate()
+        elif store.file_missing():
+            print(
+                f"refcore: {store.description} names no existing database file; run `refcore migrate` "
+                "first to create it (or serve without --no-migrate)",
+                file=sys.stderr,
+            )
+            return 2
         elif store.schema_is_behind():
             # Otherwise it would answer GET /v1 and fail every other request.
             print(
@@ -205,6 +212,8 @@ def reseal_secrets(args: argparse.Namespace) -> int:
     try:
         if not store.persistent:
             raise CommandError(f"{MEMORY_URL} keeps nothing to reseal; name the servers' database")
+        if store.file_missing():
+            raise CommandError(f"{store.description} names no existing database file; name the servers' database")
         if store.schema_is_behind():
             raise CommandError(
                 f"{store.description} lacks migrations this release needs; run `refcore migrate` first"

@@ -32,6 +32,9 @@ class OpenStore:
     migrate: Callable[[], None]
     #: Whether a migration this release ships is not applied yet (never, for memory).
     schema_is_behind: Callable[[], bool]
+    #: Whether the URL names an SQLite file that does not exist (asked before anything connects,
+    #: which would create it).
+    file_missing: Callable[[], bool]
     dispose: Callable[[], None]
     #: Delete stored rows that no read at the given moment or later needs (the SQL store's past
     #: balance buckets and ended rate-limit windows); how many went. The server calls it
@@ -84,6 +87,7 @@ def open_store(
             persistent=False,
             migrate=_nothing,
             schema_is_behind=_never,
+            file_missing=_never,
             dispose=_nothing,
             prune=_nothing_to_prune,
             description=MEMORY_URL,
@@ -113,6 +117,7 @@ def open_store(
         persistent=True,
         migrate=migrate,
         schema_is_behind=store.schema_is_behind,
+        file_missing=store.database_file_missing,
         dispose=store.dispose,
         prune=store.prune,
         description=store.safe_url,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from datetime import datetime
+from pathlib import Path
 
 from refcore.clocks import SystemClock
 from refcore.identifiers import TimeOrderedIds
@@ -65,6 +66,16 @@ class SqlStore:
     def safe_url(self) -> str:
         """The URL with any password masked, for logs and messages."""
         return self._url.render_as_string(hide_password=True)
+
+    def database_file_missing(self) -> bool:
+        """Whether the URL names an SQLite file that does not exist yet. SQLite creates the file
+        at the first connection, so a command that expects the servers' database (``refcore
+        reseal-secrets``, ``serve --no-migrate``) asks first, rather than leave an empty file
+        behind a mistyped path. ``False`` for PostgreSQL (the server answers for its own
+        databases) and for an SQLite URI (``uri=true``), whose path SQLite reads itself."""
+        if self.dialect != "sqlite" or self._url.query.get("uri") or not self._url.database:
+            return False
+        return not Path(self._url.database).exists()
 
     def migrate(self) -> None:
         """Bring the schema to the newest migration (nothing to do when it is current)."""

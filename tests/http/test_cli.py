@@ -211,7 +211,13 @@ def test_serve_without_migrating_refuses_a_database_that_lacks_migrations(
 
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
-    url = f"sqlite:///{tmp_path / 'refcore.db'}"
+    database = tmp_path / "refcore.db"
+    url = f"sqlite:///{database}"
+    assert cli.main(["serve", "--no-migrate", "--database-url", url]) == 2
+    err = capsys.readouterr().err
+    assert "names no existing database file" in err and "refcore migrate" in err
+    assert not database.exists()  # SQLite would have made an empty file at the first connection
+    database.touch()
     assert cli.main(["serve", "--no-migrate", "--database-url", url]) == 2
     assert calls == []
     err = capsys.readouterr().err

@@ -230,7 +230,9 @@ def test_the_memory_store_has_nothing_to_reseal(
 def test_a_database_that_lacks_migrations_is_refused_and_left_as_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    empty = tmp_path / "empty.db"
+    empty.touch()  # an empty file is an SQLite database without tables
+    url = f"sqlite:///{empty}"
     status, out, err = _reseal(monkeypatch, capsys, url, KEY_B, KEY_A)
     assert (status, out) == (2, "") and "run `refcore migrate` first" in err
     store = open_store(url)
@@ -238,3 +240,15 @@ def test_a_database_that_lacks_migrations_is_refused_and_left_as_it_is(
         assert store.schema_is_behind()
     finally:
         store.dispose()
+
+
+def test_a_path_with_no_database_file_is_refused_and_no_file_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite makes a missing file at the first connection: a mistyped path had left an empty
+    database behind before the command said it lacked migrations."""
+    mistyped = tmp_path / "refcroe.db"
+    status, out, err = _reseal(monkeypatch, capsys, f"sqlite:///{mistyped}", KEY_B, KEY_A)
+    assert (status, out) == (2, "")
+    assert err == f"refcore: sqlite+pysqlite:///{mistyped} names no existing database file; name the servers' database\n"
+    assert not mistyped.exists()
