@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
 from typing import Generic, TypeVar
+
+import attrs
 
 from refcore.errors import ConcurrentWrite
 
@@ -14,18 +17,34 @@ def _matches(item: object, where: Mapping[str, object]) -> bool:
     return all(getattr(item, field) == value for field, value in where.items())
 
 
+@cache
+def _fields_of(model: type) -> frozenset[str]:
+    return frozenset(attrs.fields_dict(model))
+
+
 class MemoryRepository(Generic[M]):
     def __init__(
         self,
         committed: dict[str, object],
         *,
+        model: type[M],
         unique_keys: tuple[tuple[str, ...], ...] = (),
         append_only: bool = False,
     ) -> None:
         self._committed = committed
         self._staged: dict[str, M] = {}
+        self._model = model
         self._unique_keys = unique_keys
         self._append_only = append_only
+
+    def _require_fields(self, where: Mapping[str, object]) -> None:
+        """Refuse a filter on a field the model lacks, as the SQL store does, whether or not the
+        table holds a record: an empty table had answered ``[]`` and a full one raised
+        ``AttributeError``, so a misspelt filter passed every test that ran on no data."""
+        fields = _fields_of(self._model)
+        for field in where:
+            if field not in fields:
+                raise ValueError(f"{self._model.__name__} cannot be filtered on {field!r}")
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -41,18 +60,21 @@ class MemoryRepository(Generic[M]):
         return self._committed.get(id)  # type: ignore[return-value]
 
     def find_one(self, where: Mapping[str, object], *, for_update: bool = False) -> M | None:
+        self._require_fields(where)
         for item in self._all():
             if _matches(item, where):
                 return item
         return None
 
     def find_all(self, where: Mapping[str, object]) -> list[M]:
+        self._require_fields(where)
         return sorted(
             (i for i in self._all() if _matches(i, where)),
             key=lambda i: getattr(i, "id"),  # noqa: B009
         )
 
     def page(self, where: Mapping[str, object], *, limit: int, before: str | None) -> list[M]:
+        self._require_fields(where)
         rows = [
             i
             for i in self._all()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, get_args, get_type_hints
 
 from refcore.errors import InternalError
 from refcore.models import (
@@ -94,6 +94,7 @@ class MemoryUnitOfWork:
         for name in self.__annotations__:
             repo: MemoryRepository[Any] = MemoryRepository(
                 self._db.tables[name],
+                model=_MODELS[name],
                 unique_keys=UNIQUE_KEYS.get(name, ()),
                 append_only=name in APPEND_ONLY,
             )
@@ -138,6 +139,12 @@ class MemoryUnitOfWork:
     def rollback(self) -> None:
         for repo in self._repos.values():
             repo.discard()
+
+
+#: Each repository's model, read from the class's annotations once.
+_MODELS: dict[str, type] = {
+    name: get_args(hint)[0] for name, hint in get_type_hints(MemoryUnitOfWork).items()
+}
 
 
 def _resolved(lookup: Lookup[Any], found: dict[Lookup[Any], object | None]) -> dict[str, object] | None:
