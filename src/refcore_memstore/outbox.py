@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from attrs import evolve
 
 from refcore.models import Event
+from refcore.ports.outbox import check_claim_limit
 from refcore_memstore.database import MemoryDatabase
 
 
@@ -16,6 +17,7 @@ class MemoryOutbox:
         self._db = database
 
     def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
+        check_claim_limit(limit)
         expired = now - timedelta(seconds=lease_seconds)
         with self._db.lock:
             table = self._db.tables["events"]

@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Integer, bindparam, or_, select, update
 
 from refcore.models import Event
+from refcore.ports.outbox import check_claim_limit
 from refcore_sqlstore import postgres_round_trips
 from refcore_sqlstore.driver import compiled_for
 from refcore_sqlstore.errors import database_errors
@@ -99,6 +100,7 @@ class SqlOutbox:
         self._kept = kept if engine.dialect.name == "postgresql" else None
 
     def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
+        check_claim_limit(limit)
         expired = now - timedelta(seconds=lease_seconds)
         dialect = self._engine.dialect
         if self._kept is not None:

@@ -181,3 +181,14 @@ def test_a_claim_takes_no_more_than_its_limit_whatever_the_plan(nested_loop_stor
     assert [e.id for e in claimed] == sorted(ids)[:2]
     left = nested_loop_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)
     assert [e.id for e in left] == sorted(ids)[2:]
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_claim_limit_below_one_is_refused_and_claims_nothing(sql_store: SqlStore, limit: int) -> None:
+    """SQLite had read ``LIMIT -1`` as no limit and PostgreSQL refused it with a database error;
+    every store now refuses the call the same way (the memory outbox has the same test)."""
+    clock = ManualClock()
+    emitted = _emit_events(sql_store, clock, 2)
+    with pytest.raises(ValueError, match="at least 1"):
+        sql_store.outbox.claim(now=clock.now(), limit=limit, lease_seconds=LEASE)
+    assert [e.id for e in sql_store.outbox.claim(now=clock.now(), limit=100, lease_seconds=LEASE)] == emitted

@@ -15,7 +15,7 @@ from refcore.clocks import ManualClock
 from refcore.errors import ConcurrentWrite, RefcoreError, ValidationError
 from refcore.models import CommissionEntry, EntryKind, Event, EventType, Mode, Organization, User
 from refcore.services.runtime import Runtime, Tx, pause_before_retry
-from refcore_memstore import MemoryDatabase, MemoryUnitOfWork, memory_runtime
+from refcore_memstore import MemoryDatabase, MemoryOutbox, MemoryUnitOfWork, memory_runtime
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -225,3 +225,19 @@ def test_the_pause_before_a_retry_is_random_and_bounded(monkeypatch: pytest.Monk
         assert all(0 <= s <= 0.001 * 2**retry for s in chunk)
         assert len(set(chunk)) > 1
     assert max(slept[6 * 50 :]) > 0.001 * 2**5  # the bound really doubles
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_memstore_an_outbox_claim_limit_below_one_is_refused_and_claims_nothing(limit: int) -> None:
+    """A slice ``[:-1]`` had claimed every event but the last (the SQL outbox has the same test)."""
+    database = MemoryDatabase()
+    rt = memory_runtime(clock=ManualClock(NOW), database=database)
+
+    def emit(tx: Tx) -> Event:
+        return tx.emit(EventType.WEBHOOK_TEST, app_id="app_1", livemode=False, data={"id": "t"})
+
+    emitted = [rt.transaction(emit).id for _ in range(3)]
+    outbox = MemoryOutbox(database)
+    with pytest.raises(ValueError, match="at least 1"):
+        outbox.claim(now=NOW, limit=limit, lease_seconds=60)
+    assert [e.id for e in outbox.claim(now=NOW, limit=100, lease_seconds=60)] == emitted

@@ -18,7 +18,9 @@ class EventOutbox(Protocol):
     def claim(self, *, now: datetime, limit: int, lease_seconds: float) -> list[Event]:
         """Mark up to ``limit`` unclaimed events (or events whose claim is older than the lease,
         left by a crashed process) as claimed at ``now`` and return them, oldest first.
-        Commits before returning."""
+        Commits before returning. A ``limit`` below 1 is a ``ValueError``: each database read a
+        negative one its own way (SQLite as no limit, PostgreSQL as an error, a list slice as
+        "all but the last")."""
         ...
 
     def mark_delivered(self, event_id: str, *, now: datetime) -> None:
@@ -29,3 +31,10 @@ class EventOutbox(Protocol):
         """Close events that need no attempt at all (no endpoint, a disabled one, a type it does
         not take), in one statement; an event already closed keeps its time. Commits."""
         ...
+
+
+def check_claim_limit(limit: int) -> None:
+    """Raise ``ValueError`` for a claim ``limit`` below 1, so that every store refuses the same
+    calls (:meth:`EventOutbox.claim`)."""
+    if limit < 1:
+        raise ValueError(f"an outbox claim's limit must be at least 1, not {limit}")
