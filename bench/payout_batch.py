@@ -5,8 +5,9 @@ builds a program of that many affiliates through the services (one in ``--ready-
 a payout), then times ``prepare_batch`` and ``ready_payouts_csv`` and counts the statements
 each sends (SQLAlchemy's ``before_cursor_execute``, which the store's driver path announces
 too). The forty-first session's figures (bench/history.md) came from this. Then one more
-affiliate earns ``--entries`` commissions and is marked paid: one payout of that many entries
-(the forty-second session's figures). The database must be empty: a new SQLite path, or a new
+affiliate earns ``--entries`` commissions: a batch holding its payout of that many entries is
+prepared and canceled (timed), and the affiliate is marked paid (timed): the forty-second
+session's figures. The database must be empty: a new SQLite path, or a new
 PostgreSQL database.
 """
 
@@ -80,6 +81,13 @@ def run(database_url: str, affiliates: int, ready_every: int, repeats: int, entr
             for _ in range(entries):
                 pw.earn(10_000, earner)
             pw.past_hold()
+            batch = pw.prepare()  # the earner's payout beside the ready affiliates' one-entry ones
+            held = entries + batch.execution_count - 1
+            _, seconds, sent = _counted(store, lambda: payouts.cancel_batch(pw.rt, world.session, batch.id))
+            lines.append(
+                f"{store.dialect} cancel_batch: {batch.execution_count} payouts, {held} entries, "
+                f"{seconds:.3f} s, {sent} statements"
+            )
             execution, seconds, sent = _counted(store, lambda: pw.mark_paid(earner))
             lines.append(
                 f"{store.dialect} mark_paid: {entries} entries, {execution.amount} paid, {seconds:.3f} s, "
