@@ -56,6 +56,7 @@ def require_secret_key(settings: Settings, *, stderr: TextIO | None = None) -> N
     deliveries of secrets sealed with the real key failed too (probe M)."""
     global _warned
     if settings.secret_key is not None:
+        _warn_of_doubtful_keys(settings, stderr or sys.stderr)
         return
     if is_postgresql(settings.database_url):
         raise SettingsError(
@@ -84,6 +85,47 @@ def require_secret_key(settings: Settings, *, stderr: TextIO | None = None) -> N
         file=stderr or sys.stderr,
         flush=True,
     )
+
+
+#: Fewer different characters than this, and a key of 32 or more is no random string.
+MIN_DISTINCT_KEY_CHARACTERS = 10
+
+_doubted: set[tuple[str, str]] = set()
+
+
+def doubts_about(key: str) -> list[str]:
+    """Why a key that passes the settings' rule (32+ characters of text) may still be a mistake.
+
+    Neither refuses the key: a server already running with it would stop at upgrade, and a key
+    can only be changed in the steps of docs/deployment.md. A space or line break at either end
+    is part of the key, and the tools that hand keys to processes (a shell's ``$(cat file)``, an
+    env file, a secret store) keep or strip it differently, so one process of a fleet can end up
+    with other bytes than the rest and open none of their secrets (probe R found a key of 40
+    spaces and a trailing newline both accepted)."""
+    doubts = []
+    if key != key.strip():
+        doubts.append("begins or ends with whitespace (a space, tab or line break), which is part of the key")
+    if len(set(key)) < MIN_DISTINCT_KEY_CHARACTERS:
+        doubts.append(
+            f"has fewer than {MIN_DISTINCT_KEY_CHARACTERS} different characters, so it is not a random string"
+        )
+    return doubts
+
+
+def _warn_of_doubtful_keys(settings: Settings, stderr: TextIO) -> None:
+    """One warning per key and doubt per process (the server checks its settings twice at start)."""
+    named = (("REFCORE_SECRET_KEY", settings.secret_key), ("REFCORE_SECRET_KEY_FALLBACK", settings.secret_key_fallback))
+    for name, key in named:
+        for doubt in doubts_about(key) if key is not None else ():
+            if (name, doubt) in _doubted:
+                continue
+            _doubted.add((name, doubt))
+            print(
+                f"refcore: WARNING: {name} {doubt}; every process must get exactly the same key. "
+                "To change it, follow docs/deployment.md (Changing REFCORE_SECRET_KEY).",
+                file=stderr,
+                flush=True,
+            )
 
 
 @functools.lru_cache(maxsize=4)
