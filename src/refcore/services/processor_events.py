@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from attrs import field, frozen
 
-from refcore.models import DisputeStatus, RevenueSource
+from refcore.models import Dispute, DisputeStatus, Payment, Refund, RevenueSource
 from refcore.services.principal import Scope
 from refcore.services.revenue import (
     DisputeReport,
@@ -101,7 +101,9 @@ def attribution_of(metadata: Mapping[str, str]) -> tuple[str, str] | None:
     return customer_id, program_id
 
 
-def apply_change(rt: Runtime, scope: Scope, change: ProcessorChange) -> Recorded:
+def apply_change(
+    rt: Runtime, scope: Scope, change: ProcessorChange
+) -> Recorded[Payment | Refund | Dispute]:
     """Record one change in the App and mode of the connection the event was verified with.
 
     Errors: those of :func:`~refcore.services.revenue.record_payment`,
@@ -159,7 +161,9 @@ def apply_change(rt: Runtime, scope: Scope, change: ProcessorChange) -> Recorded
     )
 
 
-def apply_changes(rt: Runtime, scope: Scope, changes: Sequence[ProcessorChange]) -> list[Recorded]:
+def apply_changes(
+    rt: Runtime, scope: Scope, changes: Sequence[ProcessorChange]
+) -> list[Recorded[Payment | Refund | Dispute]]:
     """Record the changes of one event in order, each in its own unit of work.
 
     When one fails the error propagates and the delivery is answered with it; the processor

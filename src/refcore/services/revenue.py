@@ -8,6 +8,7 @@ disputes on one payment are applied one after another, on every store.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Generic, TypeVar
 
 from attrs import evolve, frozen
 
@@ -49,11 +50,18 @@ from refcore.services.runtime import Runtime, Tx
 from refcore.validation import require_bool, require_choice, require_text
 
 
-@frozen
-class Recorded:
-    """The stored object and whether this call created it (``201``) or found it (``200``)."""
+#: What a revenue report records: a payment, a refund or a dispute.
+R = TypeVar("R", bound="Payment | Refund | Dispute", covariant=True)
 
-    record: Payment | Refund | Dispute
+
+@frozen
+class Recorded(Generic[R]):
+    """The stored object and whether this call created it (``201``) or found it (``200``).
+
+    Generic in the record, so that a library caller of ``record_payment`` gets a ``Payment``
+    (``Recorded[Payment]``) without narrowing a union of the three first."""
+
+    record: R
     created: bool
 
 
@@ -93,7 +101,7 @@ class DisputeReport:
 
 def record_payment(
     rt: Runtime, scope: Scope, report: PaymentReport, *, source: RevenueSource = RevenueSource.API
-) -> Recorded:
+) -> Recorded[Payment]:
     """Record a payment of a customer that identify created, once per ``payment_id`` in the scope's App and
     mode (``POST /v1/transactions``; processor payments come here too, with ``source=processor``). An
     exact replay answers the stored payment (``created=False``) and any difference is a conflict, so a
@@ -117,7 +125,7 @@ def record_payment(
     # passed for processor revenue and then failed in the answer's representation (probe L).
     source = require_choice(source, RevenueSource, param="source")
 
-    def work(tx: Tx) -> Recorded:
+    def work(tx: Tx) -> Recorded[Payment]:
         # Everything the payment reads, in one statement on a SQL store (ports.lookups); the
         # checks below keep the order, and so the errors, of reading them one by one.
         existing = Lookup("payments", Payment, _payment_key(scope, payment_id))
@@ -187,7 +195,7 @@ class UnattributedPaymentReport:
 
 def record_unattributed_payment(
     rt: Runtime, scope: Scope, report: UnattributedPaymentReport, *, source: RevenueSource
-) -> Recorded:
+) -> Recorded[Payment]:
     """Keep a payment that names no customer in history: unattributed, no commission, no program.
 
     Only the processor reports such payments (its payments carry the identify metadata when the
@@ -201,7 +209,7 @@ def record_unattributed_payment(
     source = require_choice(source, RevenueSource, param="source")
     currency = require_currency_format(report.currency)
 
-    def work(tx: Tx) -> Recorded:
+    def work(tx: Tx) -> Recorded[Payment]:
         if not is_iso_4217(currency):
             programs = tx.uow.programs.find_all({"app_id": scope.app_id})
             require_iso_4217(currency, in_use={program.currency for program in programs})
@@ -243,12 +251,12 @@ def _payment_key(scope: Scope, payment_id: str) -> dict[str, object]:
     return {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
 
 
-def _replayed_payment(tx: Tx, scope: Scope, payment_id: str, identity: tuple[object, ...]) -> Recorded | None:
+def _replayed_payment(tx: Tx, scope: Scope, payment_id: str, identity: tuple[object, ...]) -> Recorded[Payment] | None:
     """:func:`_replayed` for the payment stored under ``payment_id``, read alone."""
     return _replayed(tx.uow.payments.find_one(_payment_key(scope, payment_id)), payment_id, identity)
 
 
-def _replayed(existing: Payment | None, payment_id: str, identity: tuple[object, ...]) -> Recorded | None:
+def _replayed(existing: Payment | None, payment_id: str, identity: tuple[object, ...]) -> Recorded[Payment] | None:
     """The stored payment when this report repeats it exactly; ``None`` when the ID is new.
 
     ``identity`` is (customer_id, program_id, amount, currency): any difference is a conflict.
@@ -278,7 +286,7 @@ def _taking_revenue(app: App | None, scope: Scope, source: RevenueSource) -> App
     return app
 
 
-def _store_new_payment(tx: Tx, app: App, payment: Payment) -> Recorded:
+def _store_new_payment(tx: Tx, app: App, payment: Payment) -> Recorded[Payment]:
     """Add the payment, lock the revenue source if it is the first, emit, and earn."""
     tx.uow.payments.add(payment)
     _lock_revenue_source(tx, app, payment.mode, payment.source, payment.amount)
@@ -356,7 +364,7 @@ def _require_payment_currency(payment: Payment, currency: str | None) -> None:
 
 def record_refund(
     rt: Runtime, scope: Scope, report: RefundReport, *, source: RevenueSource = RevenueSource.API
-) -> Recorded:
+) -> Recorded[Refund]:
     """Record a refund of the scope's payment ``payment_id``, once per ``refund_id``
     (``POST /v1/transactions/refunds``). Under the payment's row lock the refunds plus the opened and
     lost disputes may not exceed the payment, and the ledger is brought to its target (one ``reversal``
@@ -374,7 +382,7 @@ def record_refund(
 
     where = {"app_id": scope.app_id, "mode": scope.mode, "refund_id": refund_id}
 
-    def replay(existing: Refund | None) -> Recorded | None:
+    def replay(existing: Refund | None) -> Recorded[Refund] | None:
         """The stored refund when this report repeats one; ``None`` when the refund is new."""
         if existing is None:
             return None
@@ -385,7 +393,7 @@ def record_refund(
             )
         return Recorded(existing, created=False)
 
-    def work(tx: Tx) -> Recorded:
+    def work(tx: Tx) -> Recorded[Refund]:
         # The payment's row lock first, then the replay check and the App in one statement on
         # a SQL store (ports.lookups): read under the lock, the check sees the same refund
         # reported concurrently if it committed while this report waited for the lock
@@ -435,7 +443,7 @@ def record_refund(
 
 def report_dispute(
     rt: Runtime, scope: Scope, report: DisputeReport, *, source: RevenueSource = RevenueSource.API
-) -> Recorded:
+) -> Recorded[Dispute]:
     """Report one status of a dispute of the scope's payment ``payment_id``
     (``POST /v1/transactions/disputes``). The first report creates the dispute (``opened``, ``won``,
     ``withdrawn`` or ``lost``), later ones move it along interface 3.1 (:mod:`refcore.rules.disputes`);
@@ -468,7 +476,7 @@ def report_dispute(
             existing.status, status, current_inquiry=existing.inquiry, reported_inquiry=inquiry
         )
 
-    def work(tx: Tx) -> Recorded:
+    def work(tx: Tx) -> Recorded[Dispute]:
         where = {"app_id": scope.app_id, "mode": scope.mode, "dispute_id": dispute_id}
         stored = same_identity(tx.uow.disputes.find_one(where))
         if stored is not None and move_of(stored) is dispute_rules.Move.UNCHANGED:
@@ -500,7 +508,7 @@ def _open_dispute(
     amount: int,
     *,
     inquiry: bool,
-) -> Recorded:
+) -> Recorded[Dispute]:
     if status not in dispute_rules.INITIAL_STATUSES:
         raise DisputeConflict(f"A dispute cannot start as {status.value}", param="status")
     inquiry = inquiry and status is not DisputeStatus.LOST  # lost, it took money: a chargeback
@@ -532,7 +540,7 @@ def _open_dispute(
 
 def _advance_dispute(
     tx: Tx, payment: Payment, dispute: Dispute, status: DisputeStatus, *, inquiry: bool
-) -> Recorded:
+) -> Recorded[Dispute]:
     move = dispute_rules.classify_report(
         dispute.status, status, current_inquiry=dispute.inquiry, reported_inquiry=inquiry
     )

@@ -11,7 +11,7 @@ from typing import Literal
 
 from attrs import field, frozen
 
-from refcore.models.revenue import DisputeStatus
+from refcore.models.revenue import Dispute, DisputeStatus, Payment, Refund
 from refcore.representation import represent
 from refcore.services import activity
 from refcore.services.access import activity_scope
@@ -74,7 +74,7 @@ class DisputeBody:
     amount: int = field(metadata={"description": _AMOUNT + ", > 0", "minimum": 1, "maximum": 2**31 - 1})
 
 
-def _recorded(result: Recorded) -> Reply:
+def _recorded(result: Recorded[Payment | Refund | Dispute]) -> Reply:
     return Reply(body=represent(result.record), status=201 if result.created else 200)
 
 
