@@ -64,7 +64,7 @@ def test_decisions_4_concurrent_duplicate_payments_produce_one_record(world: Wor
     results = at_once([lambda: world.pay(customer, A, payment_id="pay_1")] * THREADS)
 
     assert codes(results) == Counter({"created": 1, "replay": THREADS - 1})
-    assert len({r.record.id for r in results}) == 1  # type: ignore[union-attr]
+    assert len({r.record.id for r in results}) == 1
     payments = world.rt.read(lambda tx: tx.uow.payments.find_all({"payment_id": "pay_1"}))
     assert len(payments) == 1
     assert [e.amount for e in world.entries(payments[0].id)] == [2_000]
@@ -122,7 +122,7 @@ def test_decisions_4_concurrent_reuse_of_a_dispute_id_on_another_payment_is_a_co
         names_owner = (index % 2 == 0) == (owner is first)
         if names_owner:
             assert not isinstance(result, RefcoreError)
-            assert result.record.id == dispute.id  # type: ignore[union-attr]
+            assert result.record.id == dispute.id
         else:
             assert isinstance(result, RefcoreError) and result.code == "idempotency_conflict"
     assert codes(results)["created"] == 1

@@ -103,7 +103,7 @@ def test_revenue_reported_with_the_source_as_a_string_is_that_source(world: Worl
         currency=world.program.currency,
     )
     recorded = revenue.record_payment(world.rt, world.scope(), report, source="api")  # type: ignore[arg-type]
-    assert recorded.created and recorded.record.source is RevenueSource.API  # type: ignore[union-attr]
+    assert recorded.created and recorded.record.source is RevenueSource.API
     app = world.rt.read(lambda tx: tx.uow.apps.get(world.app.id))
     assert app is not None and app.live_revenue_source is RevenueSource.API
     with pytest.raises(ValidationError) as refused:

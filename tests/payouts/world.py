@@ -46,7 +46,7 @@ class PayoutWorld:
         """A Live payment by a new customer referred by ``affiliate``; returns the caller's payment ID."""
         link = self.world.add_link(affiliate) if affiliate is not None else None
         customer = self.world.referred_customer(LIVE, link=link)
-        return self.world.pay(customer, amount).record.payment_id  # type: ignore[union-attr]
+        return self.world.pay(customer, amount).record.payment_id
 
     def past_hold(self) -> None:
         self.world.advance(self.world.program.hold_days + 1)
