@@ -213,7 +213,9 @@ def reseal_secrets(args: argparse.Namespace) -> int:
         if not store.persistent:
             raise CommandError(f"{MEMORY_URL} keeps nothing to reseal; name the servers' database")
         if store.file_missing():
-            raise CommandError(f"{store.description} names no existing database file; name the servers' database")
+            raise CommandError(
+                f"{store.description} names no existing database file; name the servers' database"
+            )
         if store.schema_is_behind():
             raise CommandError(
                 f"{store.description} lacks migrations this release needs; run `refcore migrate` first"

@@ -27,7 +27,7 @@ class MemoryRepository(Generic[M]):
         self,
         committed: dict[str, object],
         *,
-        model: type[M],
+        model: type,
         unique_keys: tuple[tuple[str, ...], ...] = (),
         append_only: bool = False,
     ) -> None:

@@ -21,6 +21,10 @@ def test_it_times_canceling_and_marking_paid_one_payout_of_many_entries(tmp_path
     lines = run(f"sqlite:///{tmp_path / 'bench.db'}", affiliates=4, ready_every=4, repeats=1, entries=7)
     assert len(lines) == 4
     # The batch: the earner's seven entries and the one ready affiliate's one.
-    assert re.fullmatch(r"sqlite cancel_batch: 2 payouts, 8 entries, \d+\.\d{3} s, [1-9]\d* statements", lines[2])
+    assert re.fullmatch(
+        r"sqlite cancel_batch: 2 payouts, 8 entries, \d+\.\d{3} s, [1-9]\d* statements", lines[2]
+    )
     # 20 % of seven payments of 10,000: the payout carries every entry the affiliate earned.
-    assert re.fullmatch(r"sqlite mark_paid: 7 entries, 14000 paid, \d+\.\d{3} s, [1-9]\d* statements", lines[3])
+    assert re.fullmatch(
+        r"sqlite mark_paid: 7 entries, 14000 paid, \d+\.\d{3} s, [1-9]\d* statements", lines[3]
+    )

@@ -148,7 +148,9 @@ def test_status_sums_of_an_affiliate_without_entries_are_zero(runtime: Runtime, 
     assert sums == dict.fromkeys(EntryStatus, 0)
 
 
-def test_entries_by_id_are_the_stored_ones_each_once_in_id_order(runtime: Runtime, clock: ManualClock) -> None:
+def test_entries_by_id_are_the_stored_ones_each_once_in_id_order(
+    runtime: Runtime, clock: ManualClock
+) -> None:
     world = build_world(runtime, clock)
     recorded = [world.pay(world.referred_customer(), amount).record for amount in (1_000, 2_000, 3_000)]
     world.refund(recorded[0].payment_id, 500)  # a reversal is an entry too
@@ -164,7 +166,9 @@ def test_entries_by_id_are_the_stored_ones_each_once_in_id_order(runtime: Runtim
     assert world.rt.read(lambda tx: tx.uow.ledger().entries([])) == []
 
 
-def test_entries_by_id_see_the_unit_of_works_own_uncommitted_entries(runtime: Runtime, clock: ManualClock) -> None:
+def test_entries_by_id_see_the_unit_of_works_own_uncommitted_entries(
+    runtime: Runtime, clock: ManualClock
+) -> None:
     world = build_world(runtime, clock)
     made = world.pay(world.referred_customer(), 1_000).record
     entry = world.rt.read(lambda tx: tx.uow.commission_entries.find_one({"transaction_id": made.id}))

@@ -17,14 +17,18 @@ from refcore.services.runtime import Runtime, Tx
 
 READS: dict[str, Callable[[Any], object]] = {
     "find_one": lambda repository: repository.find_one({"program_affiliate": "paf_x"}),
-    "find_one for update": lambda repository: repository.find_one({"program_affiliate": "paf_x"}, for_update=True),
+    "find_one for update": lambda repository: repository.find_one(
+        {"program_affiliate": "paf_x"}, for_update=True
+    ),
     "find_all": lambda repository: repository.find_all({"program_affiliate": "paf_x"}),
     "page": lambda repository: repository.page({"program_affiliate": "paf_x"}, limit=10, before=None),
 }
 
 
 @pytest.mark.parametrize("read", sorted(READS))
-def test_a_filter_on_a_field_the_model_lacks_is_refused_on_an_empty_table(runtime: Runtime, read: str) -> None:
+def test_a_filter_on_a_field_the_model_lacks_is_refused_on_an_empty_table(
+    runtime: Runtime, read: str
+) -> None:
     def work(tx: Tx) -> object:
         assert tx.uow.payout_requests.find_all({}) == []  # nothing stored: the check is on the filter
         return READS[read](tx.uow.payout_requests)

@@ -250,5 +250,6 @@ def test_a_path_with_no_database_file_is_refused_and_no_file_is_made(
     mistyped = tmp_path / "refcroe.db"
     status, out, err = _reseal(monkeypatch, capsys, f"sqlite:///{mistyped}", KEY_B, KEY_A)
     assert (status, out) == (2, "")
-    assert err == f"refcore: sqlite+pysqlite:///{mistyped} names no existing database file; name the servers' database\n"
+    named = f"refcore: sqlite+pysqlite:///{mistyped} names no existing database file"
+    assert err == f"{named}; name the servers' database\n"
     assert not mistyped.exists()

@@ -41,7 +41,9 @@ def test_a_random_key_and_fallback_start_without_a_warning() -> None:
         ("ab" * 20, "fewer than 10 different characters"),
     ],
 )
-def test_a_doubtful_key_starts_with_one_warning_that_names_the_variable_not_the_key(key: str, doubt: str) -> None:
+def test_a_doubtful_key_starts_with_one_warning_that_names_the_variable_not_the_key(
+    key: str, doubt: str
+) -> None:
     printed = _warnings(Settings(secret_key=key))
     assert printed.count("\n") == 1
     assert printed.startswith("refcore: WARNING: REFCORE_SECRET_KEY ") and doubt in printed

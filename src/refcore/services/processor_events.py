@@ -101,9 +101,7 @@ def attribution_of(metadata: Mapping[str, str]) -> tuple[str, str] | None:
     return customer_id, program_id
 
 
-def apply_change(
-    rt: Runtime, scope: Scope, change: ProcessorChange
-) -> Recorded[Payment | Refund | Dispute]:
+def apply_change(rt: Runtime, scope: Scope, change: ProcessorChange) -> Recorded[Payment | Refund | Dispute]:
     """Record one change in the App and mode of the connection the event was verified with.
 
     Errors: those of :func:`~refcore.services.revenue.record_payment`,

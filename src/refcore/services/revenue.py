@@ -49,7 +49,6 @@ from refcore.services.principal import Scope
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import require_bool, require_choice, require_text
 
-
 #: What a revenue report records: a payment, a refund or a dispute.
 R = TypeVar("R", bound="Payment | Refund | Dispute", covariant=True)
 
@@ -251,12 +250,16 @@ def _payment_key(scope: Scope, payment_id: str) -> dict[str, object]:
     return {"app_id": scope.app_id, "mode": scope.mode, "payment_id": payment_id}
 
 
-def _replayed_payment(tx: Tx, scope: Scope, payment_id: str, identity: tuple[object, ...]) -> Recorded[Payment] | None:
+def _replayed_payment(
+    tx: Tx, scope: Scope, payment_id: str, identity: tuple[object, ...]
+) -> Recorded[Payment] | None:
     """:func:`_replayed` for the payment stored under ``payment_id``, read alone."""
     return _replayed(tx.uow.payments.find_one(_payment_key(scope, payment_id)), payment_id, identity)
 
 
-def _replayed(existing: Payment | None, payment_id: str, identity: tuple[object, ...]) -> Recorded[Payment] | None:
+def _replayed(
+    existing: Payment | None, payment_id: str, identity: tuple[object, ...]
+) -> Recorded[Payment] | None:
     """The stored payment when this report repeats it exactly; ``None`` when the ID is new.
 
     ``identity`` is (customer_id, program_id, amount, currency): any difference is a conflict.

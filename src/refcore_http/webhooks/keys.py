@@ -114,7 +114,10 @@ def doubts_about(key: str) -> list[str]:
 
 def _warn_of_doubtful_keys(settings: Settings, stderr: TextIO) -> None:
     """One warning per key and doubt per process (the server checks its settings twice at start)."""
-    named = (("REFCORE_SECRET_KEY", settings.secret_key), ("REFCORE_SECRET_KEY_FALLBACK", settings.secret_key_fallback))
+    named = (
+        ("REFCORE_SECRET_KEY", settings.secret_key),
+        ("REFCORE_SECRET_KEY_FALLBACK", settings.secret_key_fallback),
+    )
     for name, key in named:
         for doubt in doubts_about(key) if key is not None else ():
             if (name, doubt) in _doubted:
