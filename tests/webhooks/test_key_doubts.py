@@ -37,7 +37,7 @@ def test_a_random_key_and_fallback_start_without_a_warning() -> None:
         (RANDOM + "\n", "begins or ends with whitespace"),
         (" " + RANDOM, "begins or ends with whitespace"),
         (RANDOM + "\t", "begins or ends with whitespace"),
-        (" " * 40, "fewer than 10 different characters"),
+        ("-" * 40, "fewer than 10 different characters"),
         ("ab" * 20, "fewer than 10 different characters"),
     ],
 )
