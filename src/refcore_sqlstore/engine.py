@@ -120,9 +120,19 @@ def _json_text(value: Any) -> str:
 _READ_COMMITTED = r"-c default_transaction_isolation=read\ committed"
 
 
+#: PostgreSQL compiles a statement to machine code (JIT) when its plan's estimated cost passes
+#: ``jit_above_cost``. refcore's statements are index lookups of a few rows, and a generic plan
+#: estimates their cost pessimistically: the ready-payouts page's balances, one statement for
+#: ten affiliates, were estimated at 373,886 on a ledger of a million entries, and spent 27.7 ms
+#: compiling for 1.4 ms of work (30 ms a page, against 2 ms at 100,000 entries; ``bench/
+#: history.md``, forty-second session). No statement of refcore's runs long enough to repay it.
+_NO_JIT = "-c jit=off"
+
+
 def _session_options(url: URL) -> str:
-    """libpq ``options`` for each session: UTC, then the URL's own ``options`` if any, then
-    ``READ COMMITTED`` as the default isolation.
+    """libpq ``options`` for each session: UTC and no JIT compilation, then the URL's own
+    ``options`` if any (an operator's ``-c jit=on`` wins), then ``READ COMMITTED`` as the default
+    isolation.
 
     psycopg hands ``timestamptz`` values over in the session's time zone: in UTC they arrive
     as ``datetime.UTC`` values, which :class:`refcore_sqlstore.types.UtcDateTime` passes on
@@ -133,7 +143,7 @@ def _session_options(url: URL) -> str:
     writes are built for ``READ COMMITTED`` (row locks where they need them)."""
     given = url.query.get("options")
     theirs = " ".join(given) if isinstance(given, tuple) else (given or "")
-    return " ".join(part for part in ("-c TimeZone=UTC", theirs, _READ_COMMITTED) if part)
+    return " ".join(part for part in ("-c TimeZone=UTC", _NO_JIT, theirs, _READ_COMMITTED) if part)
 
 
 def create_store_engine(url: URL, *, pool_size: int = 10, max_overflow: int = 20) -> Engine:

@@ -1,4 +1,5 @@
-"""PostgreSQL sessions run in UTC (``refcore_sqlstore.engine``), and reads are UTC whatever the zone.
+"""PostgreSQL sessions run in UTC (``refcore_sqlstore.engine``), and reads are UTC whatever the zone;
+they run without JIT compilation.
 
 In UTC, psycopg hands ``timestamptz`` values over as ``datetime.UTC`` values, which
 ``UtcDateTime`` passes on without converting; an operator's own ``TimeZone`` in the URL's
@@ -67,3 +68,12 @@ def test_an_operators_own_time_zone_wins_and_reads_are_still_utc() -> None:
         assert setting(store, "TimeZone") == "Asia/Kolkata"
         read = stored_and_read_back(store)
     assert read == CREATED and read.tzinfo is UTC
+
+
+def test_sessions_compile_no_statement_to_machine_code_unless_the_url_asks() -> None:
+    """``jit`` is off: a generic plan's pessimistic cost had crossed ``jit_above_cost`` on a
+    ledger of a million entries, and the ready-payouts page spent 28 of its 30 ms compiling."""
+    with store_with_options(None) as store:
+        assert setting(store, "jit") == "off"
+    with store_with_options("-c jit=on") as store:
+        assert setting(store, "jit") == "on"
