@@ -54,6 +54,39 @@ def test_interface_2_5_rule_1_a_valid_click_wins_over_a_promotion_code(world: Wo
     assert result.referral.attributed
 
 
+@pytest.mark.parametrize("named", ["another tenant's", "made-up"])
+def test_interface_2_5_rule_1_a_winning_click_still_refuses_a_program_or_affiliate_nobody_can_name(
+    world: World, runtime: Runtime, clock: ManualClock, named: str
+) -> None:
+    """Probe G: with a valid click winning, the code's ``program_id`` and ``program_affiliate_id``
+    went unread, and another tenant's (or made-up) IDs answered 201 where every other body
+    naming them is 404."""
+    other = build_world(runtime, clock, promotion_code_fallback=True)
+    program_id, affiliate_id = (
+        (other.program.id, other.affiliate.id)
+        if named == "another tenant's"
+        else ("prg_01made", "aff_01made")
+    )
+    click_id = world.capture(LIVE)
+    with world.rejects("program_not_found"):  # and nothing is stored
+        world.identify(
+            click_id,
+            kind=MANAGED,
+            promotion_code="X",
+            program_id=program_id,
+            program_affiliate_id=world.affiliate.id,
+        )
+    with world.rejects("program_affiliate_not_found"):
+        world.identify(
+            click_id,
+            kind=MANAGED,
+            promotion_code="X",
+            program_id=world.program.id,
+            program_affiliate_id=affiliate_id,
+        )
+    assert identify_by_code(world, click_id, world.affiliate).referral.attribution_source == "click"
+
+
 def test_interface_2_5_rule_1_an_unknown_click_leaves_the_promotion_code_to_attribute(world: World) -> None:
     code_owner = world.add_affiliate()
     result = identify_by_code(world, "clk_01unknown", code_owner)

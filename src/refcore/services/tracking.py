@@ -415,7 +415,13 @@ def _evidence(
             source="click",
             attributed=attributed,
         )
-        if attributed or code is None:
+        if code is None:
+            return by_click
+        if attributed:
+            # The click wins (interface 2.5 rule 1), but the request still named a program and
+            # an affiliate with its code: another tenant's, or none at all, had passed with a
+            # 201 where every other body naming them answers 404 (probe G).
+            _code_references(tx, scope, request)
             return by_click
         # Interface 2.5 rule 1: a *valid* click wins. One that cannot attribute (outside its
         # window, its affiliate or program not earning, a self-referral) leaves the decision to
@@ -426,19 +432,27 @@ def _evidence(
     return _code_evidence(tx, scope, request, email)
 
 
-def _code_evidence(tx: Tx, scope: Scope, request: IdentifyRequest, email: str | None) -> _Evidence:
-    """Attribution by promotion code to the program and affiliate the request names."""
+def _code_references(tx: Tx, scope: Scope, request: IdentifyRequest) -> tuple[Program, ProgramAffiliate]:
+    """The program (of the scope's App) and its affiliate that a promotion code is sent with.
+
+    Errors: ``program_not_found``, ``program_affiliate_not_found``."""
     assert request.program_id is not None and request.program_affiliate_id is not None
     program = tx.uow.programs.get(request.program_id)
     if program is None or program.app_id != scope.app_id:
         raise NotFound.of("program", request.program_id)
+    affiliate = tx.uow.program_affiliates.get(request.program_affiliate_id)
+    if affiliate is None or affiliate.program_id != program.id:
+        raise NotFound.of("program_affiliate", request.program_affiliate_id)
+    return program, affiliate
+
+
+def _code_evidence(tx: Tx, scope: Scope, request: IdentifyRequest, email: str | None) -> _Evidence:
+    """Attribution by promotion code to the program and affiliate the request names."""
+    program, affiliate = _code_references(tx, scope, request)
     if not program.promotion_code_fallback:
         raise PromotionCodeNotAllowed(
             "This program does not accept promotion-code attribution", param="promotion_code"
         )
-    affiliate = tx.uow.program_affiliates.get(request.program_affiliate_id)
-    if affiliate is None or affiliate.program_id != program.id:
-        raise NotFound.of("program_affiliate", request.program_affiliate_id)
     attributed = may_attribute(program, affiliate, email)
     return _Evidence(
         program_id=program.id,
