@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -252,3 +253,33 @@ def test_the_librarys_payout_balance_is_live_only_like_the_route(pw: PayoutWorld
         commissions.payout_balance(pw.rt, test_key, pw.world.affiliate.id)
     assert refused.value.code == "live_key_required"
     assert commissions.payout_balance(pw.rt, pw.live_key, pw.world.affiliate.id).pending == 2000
+
+
+def test_a_test_key_naming_another_tenants_affiliate_is_404_like_any_key_before_live_key_required(
+    pw: PayoutWorld, rt: Runtime, clock: ManualClock
+) -> None:
+    """payouts.md: Live is "checked after tenancy: another tenant's payout object is 404 whatever
+    the key". The program was; an affiliate filter was checked after the key's mode, so a Test
+    key got 403 live_key_required for another tenant's affiliate (probe G)."""
+    from refcore.models import KeyKind, Mode
+
+    stranger = build_world(rt, clock).affiliate
+    test_key = pw.world.key(Mode.TEST, KeyKind.APP)
+    program = pw.world.program.id
+    reads = {
+        "details": lambda key, aff: payout_accounts.get_payout_details(pw.rt, key, program, aff),
+        "balance": lambda key, aff: payout_accounts.get_payout_balance(pw.rt, key, program, aff),
+        "requests": lambda key, aff: payout_requests.list_payout_requests(
+            pw.rt, key, program_id=program, program_affiliate_id=aff
+        ),
+    }
+    for name, read in reads.items():
+        for key in (test_key, pw.live_key):
+            for affiliate_id in (stranger.id, "aff_01made"):
+                assert _fails(partial(read, key, affiliate_id))[0] == "program_affiliate_not_found", name
+        # the Test key naming the program's own affiliate is still told to use a Live key
+        assert _fails(partial(read, test_key, pw.world.affiliate.id))[0] == "live_key_required", name
+    assert _fails(lambda: payout_accounts.get_payout_balance(pw.rt, test_key, program)) == (
+        "live_key_required",
+        None,
+    )

@@ -42,12 +42,19 @@ def require_live(principal: Principal) -> None:
 
 
 def operator_program(
-    tx: Tx, principal: Principal, program_id: str, *, as_resource: tuple[str, str] | None = None
+    tx: Tx,
+    principal: Principal,
+    program_id: str,
+    *,
+    as_resource: tuple[str, str] | None = None,
+    live: bool = True,
 ) -> Program:
     """The program of a Developer-side payout call. Checked in this order, so that another
     tenant's object is ``404`` whatever the key's mode: the kind of credential (``403
     forbidden``), tenancy (``404``, named after ``as_resource`` when the program was reached
-    through another object), then Live (``403 live_key_required``)."""
+    through another object), then Live (``403 live_key_required``). With ``live=False`` the
+    caller checks Live itself, after the tenancy of the other objects it names (an affiliate
+    filter), so that those too are ``404`` for a Test key (probe G)."""
     require_operator_kind(principal)
     try:
         program = require_program(tx, principal, program_id)
@@ -55,7 +62,8 @@ def operator_program(
         if as_resource is None:
             raise
         raise NotFound.of(*as_resource) from None
-    require_live(principal)
+    if live:
+        require_live(principal)
     return program
 
 
@@ -71,12 +79,14 @@ def readable_affiliate(
         if program_affiliate_id is not None and program_affiliate_id != affiliate.id:
             raise NotFound.of("program_affiliate", program_affiliate_id)
         return affiliate
-    program = operator_program(tx, principal, program_id)
+    program = operator_program(tx, principal, program_id, live=False)
     if program_affiliate_id is None:
+        require_live(principal)
         raise ValidationError("program_affiliate_id is required", param="program_affiliate_id")
     affiliate = require_program_affiliate(tx, principal, program_affiliate_id)
     if affiliate.program_id != program.id:
         raise NotFound.of("program_affiliate", program_affiliate_id)
+    require_live(principal)
     return affiliate
 
 

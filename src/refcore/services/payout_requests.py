@@ -99,18 +99,19 @@ def list_payout_requests(
         else:
             require_operator_kind(principal)
             if program_id is not None:
-                where["program_id"] = operator_program(tx, principal, program_id).id
+                where["program_id"] = operator_program(tx, principal, program_id, live=False).id
             elif principal.is_app_key and principal.app_id is not None:
-                require_live(principal)
                 where["app_id"] = principal.app_id
             else:
                 raise ValidationError("program_id is required", param="program_id")
             if program_affiliate_id is not None:
                 # Another tenant's affiliate, or none, is 404 like any filter naming what the
-                # caller may not see; it had answered an empty list.
+                # caller may not see; it had answered an empty list (and, to a Test key,
+                # 403 live_key_required before its tenancy was checked: probe G).
                 where["program_affiliate_id"] = require_program_affiliate(
                     tx, principal, program_affiliate_id
                 ).id
+            require_live(principal)
         return paginate(
             tx.uow.payout_requests, where, prefix="preq", limit=limit, starting_after=starting_after
         )
