@@ -136,7 +136,7 @@ def check_activity(record: A | None, resource: str, object_id: str, scope: Scope
         raise NotFound.of(resource, object_id)
     if record.mode is not scope.mode:
         raise ModeMismatch(
-            f"{object_id} belongs to {record.mode.value} mode but the key is {scope.mode.value} mode",
+            f"{object_id} belongs to {record.mode.value} mode but this request is in {scope.mode.value} mode",
             param=f"{resource}_id",
         )
     return record

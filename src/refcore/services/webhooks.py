@@ -315,7 +315,7 @@ def _require_listed(delivery: WebhookDelivery, mode: Mode) -> None:
     """Errors: ``mode_mismatch`` (``deliveryId``) when ``mode``'s history does not list ``delivery``."""
     if not getattr(delivery, _LISTED_IN[mode]):
         raise ModeMismatch(
-            f"{delivery.id} is a delivery of the other mode's event but the key is {mode.value} mode",
+            f"{delivery.id} is a delivery of the other mode's event but this request is in {mode.value} mode",
             param="deliveryId",
         )
 
