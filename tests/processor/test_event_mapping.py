@@ -49,6 +49,23 @@ def test_an_authorized_charge_is_not_a_payment_until_it_is_captured(
     assert (payment["payment_id"], payment["amount"], payment["attributed"]) == ("ch_auth", 8000, True)
 
 
+@pytest.mark.parametrize("captured", ["false", "true", 1, 0.5, None])
+def test_a_charge_whose_captured_is_not_a_boolean_is_a_validation_error_and_records_nothing(
+    client: Client,
+    clock: ManualClock,
+    acme: Tenant,
+    installation: Installation,
+    metadata: dict[str, str],
+    captured: object,
+) -> None:
+    """Probe F: ``"captured": "false"`` was truthy, and a signed charge.succeeded recorded a payment."""
+    charge = payloads.charge(charge_id="ch_typed", amount=8000, metadata=metadata, created=clock.now())
+    charge["captured"] = captured
+    response = deliver(client, installation, "charge.succeeded", charge, at=clock.now())
+    assert expect(response, 400, "validation_error")["error"]["param"] == "data"
+    assert expect(client.get("/v1/transactions", acme.test_key), 200)["data"] == []
+
+
 def test_a_failed_charge_is_not_a_payment(
     client: Client, clock: ManualClock, acme: Tenant, installation: Installation, metadata: dict[str, str]
 ) -> None:

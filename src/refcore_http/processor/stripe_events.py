@@ -196,6 +196,10 @@ def _object_id(value: Any) -> str:
 
 
 def _payment(charge: stripe.Charge) -> list[ProcessorChange]:
+    if not isinstance(charge.captured, bool):
+        # Typed as strictly as the charge's amounts and IDs: "false" or 1 had read as captured
+        # and recorded a payment (probe F).
+        raise ValueError("captured is not a boolean")
     if charge.status != "succeeded" or not charge.captured:
         return []  # an authorization only: the payment happens at charge.captured
     amount = charge.amount_captured if "amount_captured" in charge else charge.amount
