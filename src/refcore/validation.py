@@ -11,6 +11,7 @@ import re
 import unicodedata
 from typing import TypeVar
 
+from refcore.credentials import shown
 from refcore.errors import ValidationError
 
 E = TypeVar("E")
@@ -52,13 +53,14 @@ def require_storable(text: str, *, param: str) -> None:
     it), or an unpaired UTF-16 surrogate, which no UTF-8 encoder writes (SQLite's driver had
     raised a bare ``UnicodeEncodeError``). The HTTP layer refuses both where it reads a body;
     this is the same refusal for a library caller."""
+    named = shown(param)  # a body member's name is the caller's text, a pasted secret included
     if "\x00" in text:
-        raise ValidationError(f"{param} must not contain the NUL character (U+0000)", param=param)
+        raise ValidationError(f"{named} must not contain the NUL character (U+0000)", param=named)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise ValidationError(
-            f"{param} holds an unpaired UTF-16 surrogate, which is not text", param=param
+            f"{named} holds an unpaired UTF-16 surrogate, which is not text", param=named
         ) from None
 
 

@@ -28,6 +28,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_structure_fn
 from starlette.requests import ClientDisconnect, Request
 
+from refcore.credentials import shown
 from refcore.errors import BodyTooLarge, InvalidJson, ValidationError
 from refcore_http.request_headers import header
 from refcore_http.text_safety import check_decoded
@@ -275,7 +276,7 @@ def _exact_object(raw: bytes) -> dict[str, Any]:
     # The error path only: a body refused before names had to be unique is refused as it was
     # (malformed, not an object, a NUL), whatever order the scanner met the problems in.
     _read_object(raw, _LAST_WINS)
-    name = _repeated_name(_EVERY_MEMBER.decode(raw.decode(json.detect_encoding(raw))))
+    name = shown(_repeated_name(_EVERY_MEMBER.decode(raw.decode(json.detect_encoding(raw)))))
     raise InvalidJson(
         f"The member {json.dumps(name)} appears twice in one object; member names must be unique",
         param=name,
@@ -337,8 +338,8 @@ def _validation_error(exc: ClassValidationError, *, prefix: str) -> ValidationEr
     with_notes, without_notes = exc.group_exceptions()
     for inner in without_notes:
         if isinstance(inner, ForbiddenExtraKeysError):
-            name = sorted(inner.extra_fields)[0]
-            return ValidationError(f"Unknown field {prefix}{name}", param=f"{prefix}{name}")
+            name = shown(f"{prefix}{sorted(inner.extra_fields)[0]}")
+            return ValidationError(f"Unknown field {name}", param=name)
     for inner, note in with_notes:
         name = f"{prefix}{getattr(note, 'name', '')}"
         if isinstance(inner, ClassValidationError):

@@ -40,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from refcore.credentials import shown
 from refcore.errors import Forbidden, InternalError, RefcoreError, Unauthenticated, ValidationError
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime
@@ -102,7 +103,8 @@ async def _payload(request: Request, endpoint: Endpoint, settings: Settings) -> 
             return None, _NOTHING_SENT
         extra = sorted(decode_object(raw, content_type))
         if extra:
-            raise ValidationError(f"Unknown field {extra[0]}; this endpoint takes no payload", param=extra[0])
+            named = shown(extra[0])
+            raise ValidationError(f"Unknown field {named}; this endpoint takes no payload", param=named)
         return None, _NOTHING_SENT
     if endpoint.body_optional and not raw.strip():
         parsed = structure({}, endpoint.body)

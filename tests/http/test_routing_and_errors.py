@@ -328,6 +328,38 @@ def test_a_secret_sent_as_a_body_member_name_never_appears_in_the_answer(
         assert "[redacted]" in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("start", ["key_app_hQT0jWby1kb5", "sess_Ab3dEf6hIj9kLm2n", "whsec_0123456789abc"])
+def test_the_start_of_a_secret_sent_as_a_body_member_name_never_appears_either(
+    client: Client, runtime: Runtime, start: str
+) -> None:
+    """Probe F: the last guard recognises a secret by 20 characters after its word, so a member
+    named with a secret's first dozen random characters came back in ``Unknown field``, in the
+    repeated-member message and in the NUL message. Each of those quotes a name only when
+    :func:`refcore.credentials.shown` lets it."""
+    tenant = new_tenant(client, runtime, "acme")
+    quoted = start.split("_")[-1]  # the random part: shorter than the last guard's 20
+    sent = [
+        client.post("/v1/organizations", tenant.session, {"name": "X", start: 1}),
+        client.post(f"/v1/programs/{tenant.program_id}/pause", tenant.session, {start: 1}),
+        client.request(
+            "POST",
+            "/v1/organizations",
+            content=f'{{"name": "X", "{start}": 1, "{start}": 2}}',
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {tenant.session}"},
+        ),
+        client.request(
+            "POST",
+            "/v1/organizations",
+            content=f'{{"name": "X", "{start}\\u0000": 1}}',
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {tenant.session}"},
+        ),
+    ]
+    for response in sent:
+        assert response.status_code == 400, response.text
+        assert quoted not in response.text, response.text
+        assert response.json()["error"]["param"] == "[redacted]"
+
+
 def test_a_credential_prefix_named_in_a_message_is_not_taken_for_a_credential() -> None:
     from refcore.credentials import without_credentials
 

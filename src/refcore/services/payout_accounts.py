@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from attrs import frozen
 
+from refcore.credentials import shown
 from refcore.errors import NotFound, ValidationError
 from refcore.models.payout import PayoutDetails, PayoutMethod
 from refcore.rules.entry_status import Balance
@@ -40,7 +41,8 @@ def parse_details(values: Mapping[str, object]) -> DetailsInput:
     ``iban``, ``account_holder``, ``notes``)."""
     unknown = sorted(set(values) - DETAIL_FIELDS)
     if unknown:
-        raise ValidationError(f"Unknown field {unknown[0]}", param=unknown[0])
+        named = shown(unknown[0])
+        raise ValidationError(f"Unknown field {named}", param=named)
     method = require_choice(values.get("method"), PayoutMethod, param="method")
     for name in REQUIRED_DETAILS[method]:
         if values.get(name) is None:
