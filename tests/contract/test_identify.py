@@ -28,14 +28,17 @@ def clicks(world: World) -> list[object]:
     return world.rt.read(lambda tx: tx.uow.clicks.find_all({}))
 
 
-def identify_by_code(world: World, click_id: str | None, code_owner: ProgramAffiliate) -> Identified:
-    """A managed key's identify with the click (if any) and the code ``SPRING`` of ``code_owner``."""
+def identify_by_code(
+    world: World, click_id: str | None, code_owner: ProgramAffiliate | str, *, program_id: str | None = None
+) -> Identified:
+    """A managed key's identify with the click (if any) and the code ``SPRING`` of ``code_owner``
+    (an affiliate, or any ID), naming the world's program unless ``program_id`` names another."""
     return world.identify(
         click_id,
         kind=MANAGED,
         promotion_code="SPRING",
-        program_id=world.program.id,
-        program_affiliate_id=code_owner.id,
+        program_id=program_id or world.program.id,
+        program_affiliate_id=code_owner if isinstance(code_owner, str) else code_owner.id,
     )
 
 
@@ -69,21 +72,9 @@ def test_interface_2_5_rule_1_a_winning_click_still_refuses_a_program_or_affilia
     )
     click_id = world.capture(LIVE)
     with world.rejects("program_not_found"):  # and nothing is stored
-        world.identify(
-            click_id,
-            kind=MANAGED,
-            promotion_code="X",
-            program_id=program_id,
-            program_affiliate_id=world.affiliate.id,
-        )
+        identify_by_code(world, click_id, world.affiliate, program_id=program_id)
     with world.rejects("program_affiliate_not_found"):
-        world.identify(
-            click_id,
-            kind=MANAGED,
-            promotion_code="X",
-            program_id=world.program.id,
-            program_affiliate_id=affiliate_id,
-        )
+        identify_by_code(world, click_id, affiliate_id)
     assert identify_by_code(world, click_id, world.affiliate).referral.attribution_source == "click"
 
 
@@ -158,13 +149,7 @@ def test_interface_2_5_rule_2_code_attribution_needs_the_program_fallback(
 ) -> None:
     world = build_world(runtime, clock)  # promotion_code_fallback defaults to false
     with world.rejects("promotion_code_not_allowed"):
-        world.identify(
-            None,
-            kind=MANAGED,
-            promotion_code="SPRING",
-            program_id=world.program.id,
-            program_affiliate_id=world.affiliate.id,
-        )
+        identify_by_code(world, None, world.affiliate)
 
 
 @pytest.mark.parametrize("mode", [LIVE, TEST])
