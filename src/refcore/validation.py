@@ -53,12 +53,15 @@ def require_storable(text: str, *, param: str) -> None:
     it), or an unpaired UTF-16 surrogate, which no UTF-8 encoder writes (SQLite's driver had
     raised a bare ``UnicodeEncodeError``). The HTTP layer refuses both where it reads a body;
     this is the same refusal for a library caller."""
-    named = shown(param)  # a body member's name is the caller's text, a pasted secret included
+    # ``param`` may be a body member's name, the caller's text (a pasted secret included): it is
+    # quoted through shown(), on the refusals only, since valid non-ASCII text passes here too.
     if "\x00" in text:
+        named = shown(param)
         raise ValidationError(f"{named} must not contain the NUL character (U+0000)", param=named)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
+        named = shown(param)
         raise ValidationError(
             f"{named} holds an unpaired UTF-16 surrogate, which is not text", param=named
         ) from None
