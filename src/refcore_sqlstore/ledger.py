@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -89,10 +90,6 @@ _UNSETTLED = (
     .order_by(commission_entries.c.id)
 )
 _ENTRIES = RowMapper(CommissionEntry, commission_entries)
-
-
-def _entry_id(entry: CommissionEntry) -> str:
-    return entry.id
 
 
 #: A payout's locks, PostgreSQL only (SQLite runs one writer at a time): its entries' payments
@@ -380,7 +377,7 @@ class SqlLedgerReads:
             rows = compiled_for(_ENTRIES_BY_ID, self._connection.dialect).fetch_tuples(
                 self._connection, {"ids": ids}
             )
-        return sorted((_ENTRIES.from_columns(row) for row in rows), key=_entry_id)
+        return sorted((_ENTRIES.from_columns(row) for row in rows), key=attrgetter("id"))
 
     def held_payments(self, payment_ids: Collection[str]) -> frozenset[str]:
         ids = sorted(set(payment_ids))
