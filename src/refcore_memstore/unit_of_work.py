@@ -91,10 +91,10 @@ class MemoryUnitOfWork:
     def __enter__(self) -> Self:
         self._db.lock.acquire()
         self._open = True
-        for name in self.__annotations__:
+        for name, model in _MODELS.items():
             repo: MemoryRepository[Any] = MemoryRepository(
                 self._db.tables[name],
-                model=_MODELS[name],
+                model=model,
                 unique_keys=UNIQUE_KEYS.get(name, ()),
                 append_only=name in APPEND_ONLY,
             )
@@ -141,7 +141,7 @@ class MemoryUnitOfWork:
             repo.discard()
 
 
-#: Each repository's model, read from the class's annotations once.
+#: Each repository's name and model, read from the class's annotations once.
 _MODELS: dict[str, type] = {
     name: get_args(hint)[0] for name, hint in get_type_hints(MemoryUnitOfWork).items()
 }
