@@ -37,14 +37,14 @@ class MemoryRepository(Generic[M]):
         self._unique_keys = unique_keys
         self._append_only = append_only
 
-    def _require_fields(self, where: Mapping[str, object]) -> None:
+    def _require_fields(self, where: Mapping[str, object], *, use: str = "filtered on") -> None:
         """Refuse a filter on a field the model lacks, as the SQL store does, whether or not the
         table holds a record: an empty table had answered ``[]`` and a full one raised
         ``AttributeError``, so a misspelt filter passed every test that ran on no data."""
         fields = _fields_of(self._model)
         for field in where:
             if field not in fields:
-                raise ValueError(f"{self._model.__name__} cannot be filtered on {field!r}")
+                raise ValueError(f"{self._model.__name__} cannot be {use} {field!r}")
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -104,6 +104,18 @@ class MemoryRepository(Generic[M]):
             raise KeyError(id)
         self._check_unique(item)
         self._staged[id] = item
+
+    def update_where(self, where: Mapping[str, object], changes: Mapping[str, object]) -> int:
+        """Each match replaced by a copy with ``changes``; refused, as the SQL store refuses it,
+        on an append-only table or an unknown field even when nothing matches."""
+        if self._append_only:
+            raise TypeError("this repository is append-only")
+        self._require_fields(where)
+        self._require_fields(changes, use="updated on")
+        matched = [item for item in self._all() if _matches(item, where)]
+        for item in matched:
+            self.replace(attrs.evolve(item, **changes))  # type: ignore[misc]
+        return len(matched)
 
     def _check_unique(self, item: M) -> None:
         id = getattr(item, "id")  # noqa: B009

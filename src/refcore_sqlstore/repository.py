@@ -160,6 +160,20 @@ class SqlRepository(Generic[M]):
         if before is not None:
             self._rows[id] = {**before, **row}
 
+    def update_where(self, where: Mapping[str, object], changes: Mapping[str, object]) -> int:
+        """One ``UPDATE`` of every matching row. The rows this unit of work read are forgotten,
+        since some of them may have changed: a later ``replace`` then writes its whole row."""
+        if self._append_only:
+            raise TypeError(f"{self._table.name} is append-only")
+        self._require_writable()
+        columns = self._columns(where)
+        values = {self._mapper.column(field): db_value(value) for field, value in changes.items()}
+        statement = self._statements.update_where(TableStatements.shape(columns), values)
+        with database_errors():
+            matched = statement.execute(self._connection, {**values, **TableStatements.params(columns)})
+        self._rows.clear()
+        return matched
+
     def _holds_lock(self, id: str) -> bool:
         """Whether this unit of work's current transaction locked the row of ``id``."""
         transaction = self._connection.get_transaction()

@@ -120,6 +120,21 @@ class TableStatements:
 
         return self._cached(("update", keys), build)
 
+    def update_where(self, shape: Shape, columns: Iterable[str]) -> DriverStatement:
+        """``UPDATE … SET`` the given columns (parameters named after them) on every row the
+        filter of ``shape`` matches (parameters as :meth:`params` names them)."""
+        keys = tuple(sorted(columns))
+
+        def build() -> DriverStatement:
+            clauses = self._filtered(shape).whereclause
+            statement = update(self.table)
+            if clauses is not None:
+                statement = statement.where(clauses)
+            wheres = [_param(column) for column, is_null in shape if not is_null]
+            return DriverStatement(statement, self._dialect, column_keys=[*keys, *wheres])
+
+        return self._cached(("update_where", shape, keys), build)
+
     def add_rows(self, connection: Connection, columns: tuple[str, ...], rows: Sequence[list[Any]]) -> None:
         """Insert rows given as lists of values in the order of ``columns`` (a batch of clicks).
 

@@ -44,3 +44,11 @@ class Repository(Protocol[M]):
         """Store a new version of an existing record (same ID). Not offered for ledger entries,
         whose repository refuses it: the ledger is append-only."""
         ...
+
+    def update_where(self, where: Mapping[str, object], changes: Mapping[str, object]) -> int:
+        """Set the fields of ``changes`` on every record matching ``where``, in one statement
+        where the store can, and answer how many matched. For changes that are the same for
+        every record (a canceled payout releasing its thousand entries), where ``replace``
+        would write each record in a statement of its own. Append-only repositories refuse it;
+        a unique-key clash raises :class:`refcore.errors.ConcurrentWrite` as ``replace`` does."""
+        ...

@@ -27,7 +27,7 @@ pending: the block gives no answer, not even an error, before the check was answ
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from attrs import define
@@ -132,6 +132,10 @@ class _WritesAnswerTheCheck:
     def replace(self, item: object) -> None:
         self._answer_check()
         self._inner.replace(item)
+
+    def update_where(self, where: Mapping[str, object], changes: Mapping[str, object]) -> int:
+        self._answer_check()
+        return self._inner.update_where(where, changes)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -104,10 +104,10 @@ def create_execution(
         live_program_affiliate_id=None if finished else affiliate.id,
     )
     tx.uow.payout_executions.add(execution)
-    items = []
-    for entry in sorted(entries, key=lambda e: e.id):
-        item = PayoutItem(
-            id=tx.new_id("pit"),
+    ordered = sorted(entries, key=lambda e: e.id)
+    items = [
+        PayoutItem(
+            id=id,
             app_id=program.app_id,
             execution_id=execution.id,
             entry_id=entry.id,
@@ -116,8 +116,9 @@ def create_execution(
             created_at=tx.now,
             active_entry_id=entry.id,
         )
-        tx.uow.payout_items.add(item)
-        items.append(item)
+        for id, entry in zip(tx.new_ids("pit", len(ordered)), ordered, strict=True)
+    ]
+    tx.uow.payout_items.add_all(items)
     return execution, items
 
 
@@ -125,14 +126,12 @@ def record_success(tx: Tx, execution: PayoutExecution) -> None:
     """The effects of a succeeded execution (already stored as ``succeeded``)."""
     items = tx.uow.payout_items.find_all({"execution_id": execution.id})
     entries = {entry.id: entry for entry in tx.uow.ledger().entries([item.entry_id for item in items])}
-    for item in items:
-        entry = entries[item.entry_id]
-        tx.emit(
-            EventType.COMMISSION_PAID,
-            app_id=execution.app_id,
-            livemode=True,
-            data=represent_entry(entry, EntryStatus.PAID),
-        )
+    tx.emit_each(
+        EventType.COMMISSION_PAID,
+        app_id=execution.app_id,
+        livemode=True,
+        data=[represent_entry(entries[item.entry_id], EntryStatus.PAID) for item in items],
+    )
     tx.emit(EventType.PAYOUT_SUCCEEDED, app_id=execution.app_id, livemode=True, data=represent(execution))
     # A request is made under its affiliate's row lock, from its read of the balance to its
     # commit. Taking that lock here first makes this payout wait for a request being made, so
@@ -248,8 +247,7 @@ def _release(tx: Tx, execution: PayoutExecution) -> None:
     payout request it was to pay stays open for that payout."""
     items = tx.uow.payout_items.find_all({"execution_id": execution.id})
     tx.uow.ledger().lock_for_payout([item.entry_id for item in items])
-    for item in items:
-        tx.uow.payout_items.replace(evolve(item, active_entry_id=None))
+    tx.uow.payout_items.update_where({"execution_id": execution.id}, {"active_entry_id": None})
     _release_promised_request(tx, execution)
 
 

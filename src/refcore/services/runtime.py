@@ -233,6 +233,21 @@ class Tx:
         self.emitted.append(event)
         return event
 
+    def emit_each(
+        self, type: EventType, *, app_id: str, livemode: bool, data: Sequence[dict[str, Any]]
+    ) -> list[Event]:
+        """:meth:`emit` of one event for each snapshot in ``data``, in that order, written
+        together: a thousand ``commission.paid`` events of one payout go to the outbox in one
+        statement where the store can, instead of a thousand."""
+        ids = self.new_ids("whev", len(data))
+        events = [
+            Event(id=id, app_id=app_id, type=type, livemode=livemode, created_at=self.now, data=snapshot)
+            for id, snapshot in zip(ids, data, strict=True)
+        ]
+        self.uow.events.add_all(events)
+        self.emitted.extend(events)
+        return events
+
 
 @define
 class Runtime:
