@@ -63,6 +63,7 @@ from refcore_http.json_response import JsonResponse
 from refcore_http.known_keys import KnownKeys
 from refcore_http.queries import parse_query
 from refcore_http.request_headers import header
+from refcore_http.request_target import check_path, strict_query
 from refcore_http.settings import Settings
 from refcore_http.text_safety import check_text
 from refcore_http.visitors import visitor_of
@@ -129,6 +130,7 @@ async def handle(
     """The endpoint's answer to ``request``: its reply, or the error it raised in its envelope.
     ``preflight_methods``: the path's methods, which a CORS preflight's answer names."""
     try:
+        check_path(request.scope)  # before anything: the route itself may not be the one sent
         reply = await _shortcut(request, endpoint, context) if endpoint.shortcut is not None else None
         if reply is None:
             reply = await _pipeline(request, endpoint, context)
@@ -181,7 +183,7 @@ async def _pipeline(request: Request, endpoint: Endpoint, context: Context) -> R
         # new QueryParams (2 µs of a capture's 150), and an endpoint that declares no
         # parameter has nothing to check in an empty one.
         if request.scope.get("query_string"):
-            query = parse_query(request.query_params, endpoint.query)
+            query = parse_query(strict_query(request.scope), endpoint.query)
         else:
             query = parse_query(_NO_QUERY, endpoint.query) if endpoint.query else {}
         if endpoint.raw_body:

@@ -18,6 +18,7 @@ from refcore.errors import ErrorKind, RateLimited, RefcoreError
 from refcore_http.cors import allowed_methods, cors_headers
 from refcore_http.json_response import JsonResponse
 from refcore_http.logs import redacted
+from refcore_http.request_target import check_path
 
 log = logging.getLogger("refcore_http")
 
@@ -93,6 +94,10 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
             response.raw_headers += cors_headers(request.app.state.settings.cors_allow_origin)
         return response
     if exc.status_code == 404:
+        try:
+            check_path(request.scope)  # no route for what the server decoded: say why
+        except RefcoreError as refused:
+            return refcore_error_response(refused)
         # The path as the access log writes it: a key pasted into a URL is not sent back.
         return error_response(404, "not_found", f"No route for {redacted(request.url.path)}", headers=headers)
     # Starlette raises nothing else on refcore's routes; keep the status, use a catalog code.
