@@ -30,7 +30,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from refcore.credentials import shown
 from refcore.errors import BodyTooLarge, InvalidJson, ValidationError
-from refcore_http.request_headers import header
+from refcore_http.request_headers import header, repeated
 from refcore_http.text_safety import check_decoded
 
 T = TypeVar("T")
@@ -166,6 +166,23 @@ def is_json_media_type(content_type: str | None) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
+def _require_plain_body(request: Request) -> None:
+    """``invalid_json`` for a body whose headers say something refcore would not honour: a
+    ``Content-Encoding`` (refcore inflates nothing, so ``gzip`` had been read as if it were
+    not there, and a proxy that does inflate sees another body than refcore), or several
+    ``Content-Type`` headers (the first had won: ``application/json`` then ``text/plain`` was
+    read as JSON, the other order refused). Found by probe Q; the same reasoning refuses
+    repeated ``Authorization`` headers and repeated JSON members. The header's value is not
+    quoted: it is the caller's text."""
+    encoding = header(request, b"content-encoding")
+    if encoding is not None and (
+        encoding.strip(" \t").lower() != "identity" or repeated(request, b"content-encoding")
+    ):
+        raise InvalidJson("Send the body as it is, without a Content-Encoding: refcore decompresses nothing")
+    if header(request, b"content-type") is not None and repeated(request, b"content-type"):
+        raise InvalidJson("Send one Content-Type header; this request has several")
+
+
 async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
     """The raw body, refusing anything over ``limit`` bytes without reading it all.
 
@@ -180,6 +197,7 @@ async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
     kept: bytes | None = request.scope.get(_BODY_KEY)
     if kept is not None:
         return kept
+    _require_plain_body(request)
     declared = header(request, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(f"The request body exceeds {limit} bytes")

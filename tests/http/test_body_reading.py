@@ -12,8 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.requests import ClientDisconnect, Request
 
-from refcore.errors import BodyTooLarge
+from refcore.errors import BodyTooLarge, InvalidJson
+from refcore.services.runtime import Runtime
 from refcore_http.bodies import read_body
+from tests.http.world import Client, expect, new_tenant
 
 
 class Messages:
@@ -84,3 +86,41 @@ def test_a_body_read_again_is_the_same_bytes_without_reading_the_channel_again()
     first = asyncio.run(read_body(request))
     assert asyncio.run(read_body(request)) == first == b'{"via":"abc"}'
     assert receive.taken == 2
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [(b"content-encoding", b"gzip")],
+        [(b"content-encoding", b"br")],
+        [(b"content-encoding", b"identity"), (b"content-encoding", b"gzip")],
+        [(b"content-type", b"application/json"), (b"content-type", b"text/plain")],
+        [(b"content-type", b"application/json"), (b"content-type", b"application/json")],
+    ],
+    ids=["gzip", "br", "identity then gzip", "json then text", "json twice"],
+)
+def test_a_body_whose_headers_refcore_would_not_honour_is_invalid_json(
+    headers: list[tuple[bytes, bytes]],
+) -> None:
+    """Probe Q: ``Content-Encoding: gzip`` was ignored (the body read as if not compressed), and
+    of two ``Content-Type`` headers the first won; a proxy reading the other sees another body."""
+    receive = Messages(_chunks([b'{"via": "x"}']))
+    with pytest.raises(InvalidJson):
+        asyncio.run(read_body(_request(receive, headers)))
+    assert receive.taken == 0  # refused before a chunk is read
+
+
+def test_an_identity_content_encoding_is_the_body_as_sent() -> None:
+    receive = Messages(_chunks([b"{}"]))
+    headers = [(b"content-encoding", b"Identity"), (b"content-type", b"application/json")]
+    assert asyncio.run(read_body(_request(receive, headers))) == b"{}"
+
+
+def test_a_capture_sent_with_a_content_encoding_records_no_click(client: Client, runtime: Runtime) -> None:
+    acme = new_tenant(client, runtime, "acme")
+    for token in (None, acme.live_key):  # the public shortcut and the keyed pipeline
+        refused = client.post(
+            "/v1/capture", token, {"via": acme.link_code}, headers={"Content-Encoding": "gzip"}
+        )
+        expect(refused, 400, "invalid_json")
+    assert expect(client.get("/v1/clicks", acme.live_key), 200)["data"] == []
