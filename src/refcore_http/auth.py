@@ -33,6 +33,8 @@ from refcore_http.known_keys import KnownKeys
 from refcore_http.request_headers import header, repeated
 
 _MAX_CREDENTIAL = 512
+#: What HTTP allows around a header's value and between its words (RFC 9110's ``OWS``).
+_BLANKS = " \t"
 
 #: ``found``: the principals looked up so far by this thread's :func:`principals_shared` block.
 _SHARED = threading.local()
@@ -51,8 +53,10 @@ def bearer_credential(request: Request) -> str | None:
 
 def credential_in(authorization: str) -> str:
     """The credential of an ``Authorization`` header's value; not ``Bearer <credential>`` is 401."""
-    scheme, _, credential = authorization.strip().partition(" ")
-    credential = credential.strip()
+    # Only HTTP's own blanks: ``str.strip()`` also takes NO-BREAK SPACE and NEXT LINE (the
+    # header is decoded as Latin-1), so ``<key>\xa0`` had authenticated as ``<key>`` (probe Q).
+    scheme, _, credential = authorization.strip(_BLANKS).partition(" ")
+    credential = credential.strip(_BLANKS)
     if scheme.lower() != "bearer" or not credential or len(credential) > _MAX_CREDENTIAL:
         raise Unauthenticated("Send the credential as Authorization: Bearer <key or session token>")
     return credential

@@ -9,7 +9,9 @@ import httpx
 import pytest
 from starlette.requests import Request
 
+from refcore.errors import Unauthenticated
 from refcore.services.runtime import Runtime
+from refcore_http.auth import bearer_credential
 from refcore_http.request_headers import header, repeated
 from tests.http.world import Client, Tenant, expect, new_tenant
 
@@ -114,3 +116,27 @@ def test_repeated_tells_a_header_sent_twice_from_one_sent_once() -> None:
     assert not repeated(_request([(b"authorization", b"Bearer key_one")]), b"authorization")
     # Before any header() lookup, too.
     assert repeated(_request([*raw, (b"authorization", b"Bearer key_two")]), b"authorization")
+
+
+@pytest.mark.parametrize(
+    ("written", "credential"),
+    [
+        (b"Bearer key_app_x\xa0", "key_app_x\xa0"),
+        (b"Bearer key_app_x\x85", "key_app_x\x85"),
+        (b"Bearer \xa0key_app_x", "\xa0key_app_x"),
+        (b"Bearer  key_app_x\t", "key_app_x"),
+    ],
+    ids=["no-break space after", "next line after", "no-break space before", "spaces and a tab"],
+)
+def test_only_http_blanks_surround_a_credential(written: bytes, credential: str) -> None:
+    """Probe Q: the header's value is decoded as Latin-1, and ``str.strip()`` also took NO-BREAK
+    SPACE (``\\xa0``) and NEXT LINE (``\\x85``): a key with one of them beside it authenticated
+    as the key. Only spaces and tabs are HTTP's blanks; anything else is part of another
+    credential, which no lookup finds. (Built as ASGI bytes: the test client re-encodes a
+    header's value as UTF-8.)"""
+    assert bearer_credential(_request([(b"authorization", written)])) == credential
+
+
+def test_a_scheme_glued_to_a_no_break_space_is_no_bearer_scheme() -> None:
+    with pytest.raises(Unauthenticated):
+        bearer_credential(_request([(b"authorization", b"\xa0Bearer key_app_x")]))
