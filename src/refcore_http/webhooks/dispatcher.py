@@ -453,10 +453,18 @@ class WebhookDispatcher:
 
 
 def logged_url(url: str) -> str:
-    """``url`` as the log shows it: scheme, host, port and path; a query as ``?…``, no fragment.
+    """``url`` as the log shows it: scheme, host and port; a path as ``/…``, a query as ``?…``.
 
-    Receivers often take a shared token in the query string (``?token=…``): the Developer's own
-    delivery records keep the whole URL, but an operator's log is read by more people."""
+    Receivers often take a shared token in the URL: in the query string (``?token=…``) or in
+    the path itself (chat services' hooks, ``/services/T0/B0/<token>``); a probe's endpoint
+    ``https://example.com/hooks/<live key>`` put the key in the log. The Developer's own
+    delivery records keep the whole URL, but an operator's log is read by more people, and
+    it needs only the host to tell which receiver failed. A user and password before the
+    host are left out too."""
     parts = urlsplit(url)
-    shown = f"{parts.scheme}://{parts.netloc}{parts.path}"
-    return shown + "?…" if parts.query else shown
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    path = "/…" if parts.path not in ("", "/") else parts.path
+    return f"{parts.scheme}://{host}{port}{path}" + ("?…" if parts.query else "")
