@@ -20,17 +20,19 @@ CREDENTIAL_WORDS = ("key", "sess", "join", "whsec")
 #: What a credential reads as where refcore would have written it: a log line, a message.
 REDACTED = "[redacted]"
 
-#: A credential's start with no letter or digit just before it: ``akey_…``, an API key's ID, is
-#: no credential. Searched in lower-cased text, so ``KEY_APP_…`` is a credential too.
-_CREDENTIAL = re.compile(rf"(?<![0-9a-z])(?:{'|'.join(CREDENTIAL_WORDS)})_")
+#: A credential's start: an API key's prefix (``key_`` and its kind: an API key's ID, ``akey_…``,
+#: is no credential), or one of the other words and its underscore. Wherever it stands, also
+#: glued to other letters: ``xkey_app_…`` (a key with a stray character before it) had been
+#: quoted whole in messages and the access log (probe Q). Searched in lower-cased text, so
+#: ``KEY_APP_…`` is a credential too.
+_START = r"(?:key_(?:test_)?(?:app|managed|aff)|sess|join|whsec)_"
+_CREDENTIAL = re.compile(_START)
 
 
-#: A credential inside longer text: its word, an underscore and at least 20 more characters of a
-#: token (refcore's own carry 43 random ones). Prefixes named in a message (``key_aff_…``) are
+#: A credential inside longer text: its start and at least 20 more characters of a token
+#: (refcore's own carry 43 random ones). Prefixes named in a message (``key_aff_…``) are
 #: shorter and stay.
-_CREDENTIAL_TOKEN = re.compile(
-    rf"(?<![0-9a-z])(?:{'|'.join(CREDENTIAL_WORDS)})_[0-9a-z_-]{{20,}}", re.IGNORECASE
-)
+_CREDENTIAL_TOKEN = re.compile(rf"{_START}[0-9a-z_-]{{20,}}", re.IGNORECASE)
 
 
 def new_secret(prefix: str) -> str:

@@ -110,9 +110,9 @@ def _redacted_parameter(parameter: str) -> str:
 #: then 43 characters of URL-safe base64) inside free text: a traceback or a message logged
 #: without arguments. Stricter than :func:`~refcore.credentials.holds_credential`, which looks
 #: at URLs and at single values: free text is full of words such as ``key_digest`` and
-#: ``join_token`` that must stay readable.
+#: ``join_token`` that must stay readable. Glued to other text too (``xkey_app_…``), as there.
 _CREDENTIAL_IN_TEXT = re.compile(
-    r"(?<![0-9A-Za-z_-])(?:key_(?:test_)?(?:app|managed)_|key_aff_|sess_|join_|whsec_)[0-9A-Za-z_-]{20,}"
+    r"(?:key_(?:test_)?(?:app|managed|aff)_|sess_|join_|whsec_)[0-9A-Za-z_-]{20,}"
 )
 
 #: Formats a record's exception as every ``logging.Formatter`` would (``formatException``).

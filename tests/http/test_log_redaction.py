@@ -74,6 +74,10 @@ def access_line(full_path: str, method: str = "GET", status: int = 401) -> str:
         (f"/v1/api-keys/Bearer%20{LIVE_KEY}/x", "/v1/api-keys/[redacted]/x"),
         (f"/join/acme/confirm?token=join_{SECRET}", "/join/acme/confirm?token=[redacted]"),
         (f"/v1/join/acme/confirm?join_{SECRET}=", "/v1/join/acme/confirm?[redacted]"),
+        # Glued to a stray character, a credential is still one (probe Q).
+        (f"/v1/clicks/x{LIVE_KEY}", "/v1/clicks/[redacted]"),
+        (f"/v1/clicks?zz{LIVE_KEY}=1", "/v1/clicks?[redacted]"),
+        (f"/v1/clicks?program_id=a{LIVE_KEY}", "/v1/clicks?program_id=[redacted]"),
     ],
 )
 def test_a_credential_in_the_url_never_reaches_the_access_line(sent: str, logged: str) -> None:
@@ -246,9 +250,11 @@ def test_a_traceback_never_shows_a_credential(prefix: str) -> None:
 def test_free_text_keeps_the_words_that_only_look_like_a_prefix() -> None:
     def log(logger: logging.Logger) -> None:
         logger.error(f"pre-formatted {LIVE_KEY}")  # a message logged without arguments
+        logger.error(f"glued x{LIVE_KEY}")
         logger.error("column key_digest, parameter join_token, setting sess_max_age_seconds")
 
     assert _written(log).splitlines() == [
         f"pre-formatted {REDACTED}",
+        f"glued x{REDACTED}",
         "column key_digest, parameter join_token, setting sess_max_age_seconds",
     ]

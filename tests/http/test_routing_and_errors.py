@@ -292,10 +292,27 @@ def test_messages_and_the_access_log_recognize_credentials_alike() -> None:
 
     assert logs.holds_credential is credentials.holds_credential
     assert logs.REDACTED == credentials.REDACTED
-    for value in ("key_app_x", "KEY_TEST_APP_x", "sess_x", "join_x", "whsec_x", "Bearer key_aff_x"):
+    glued = ("xkey_app_x", "zzsess_x", "awhsec_x", "1join_x")  # a stray character before one (probe Q)
+    for value in ("key_app_x", "KEY_TEST_APP_x", "sess_x", "join_x", "whsec_x", "Bearer key_aff_x", *glued):
         assert not credentials.quotable(value) and logs.redacted(f"/v1/{value}") == "/v1/[redacted]"
-    for value in ("akey_01x", "clk_01x", "acme-ally", "prg_01x"):
+    for value in ("akey_01x", "clk_01x", "acme-ally", "prg_01x", "spring_key_2", "monkey_business"):
         assert credentials.quotable(value) and logs.redacted(f"/v1/{value}") == f"/v1/{value}"
+
+
+def test_a_credential_glued_to_a_stray_character_is_not_quoted_back(client: Client, runtime: Runtime) -> None:
+    """Probe Q: ``GET /v1/clicks/x<key>`` answered ``No such click: x<key>``, and a query
+    parameter named ``zz<session>`` came back in ``param``: the recognizer wanted no letter
+    before a credential, so that an API key's ID (``akey_…``) stays readable."""
+    tenant = new_tenant(client, runtime, "acme")
+    for secret in (tenant.live_key, tenant.session):
+        sent = [
+            client.get(f"/v1/clicks/x{secret}", tenant.live_key),
+            client.get("/v1/clicks", tenant.live_key, **{f"zz{secret}": "1"}),
+            client.get("/v1/clicks", tenant.live_key, environment=f"a{secret}"),
+        ]
+        for response in sent:
+            assert response.status_code in (400, 404), response.text
+            assert secret not in response.text
 
 
 @pytest.mark.parametrize("credential", ["live_key", "test_key", "session"])
