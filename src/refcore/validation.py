@@ -11,6 +11,8 @@ import re
 import unicodedata
 from typing import TypeVar
 
+import idna
+
 from refcore.credentials import shown
 from refcore.errors import ValidationError
 
@@ -140,7 +142,47 @@ def require_email(value: object, *, param: str = "email") -> str:
     text = require_text(value, param=param)
     if not _EMAIL.fullmatch(text):
         raise ValidationError(f"{param} must be an e-mail address", param=param)
+    if not text.isascii():
+        _require_deliverable_unicode(text, param=param)
     return text
+
+
+def _require_deliverable_unicode(address: str, *, param: str) -> None:
+    """Refuse what no mailbox is named by (probe Q), in an address outside ASCII:
+
+    - an invisible format character (``a\\u200b@b.example``), which let two affiliates of one
+      program share a mailbox under addresses that read the same; the joiners stay, as in names
+      (scripts need them, and IDNA 2008 allows them in places);
+    - a domain outside ASCII that IDNA 2008 cannot write in ASCII (:func:`idna_ascii_domain`):
+      no relay could be told where to send, and the mailer had sent it raw under SMTPUTF8. A
+      full-width ``a@\\uff42.example`` is refused so, rather than taken as ``b.example``.
+    """
+    if _holds_invisible_format(address):
+        raise ValidationError(f"{param} must not hold invisible characters", param=param)
+    domain = address.rpartition("@")[2]
+    if not domain.isascii() and idna_ascii_domain(domain) is None:
+        raise ValidationError(
+            f"{param} must have a domain that can receive mail (IDNA 2008; write full-width or "
+            "other compatibility letters as the letters they stand for)",
+            param=param,
+        )
+
+
+def idna_ascii_domain(domain: str) -> str | None:
+    """``domain`` in the ASCII form of internationalised names (IDNA 2008: ``exämple.com`` is
+    ``xn--exmple-cua.com``), or ``None`` when IDNA 2008 refuses it.
+
+    Its letters are lower-cased first, since case means nothing in a domain (``Bücher.de``),
+    but none is mapped onto another letter: not by Python's ``"idna"`` codec (IDNA 2003), which
+    folds ``straße.de`` into ``strasse.de``, another registrable domain, and drops a zero-width
+    joiner (probe O); nor by UTS 46, which reads ``\\u2165`` (a Roman numeral) as ``vi``. So a
+    letter whose lower case is ASCII without being ASCII itself (U+212A KELVIN SIGN) stays, and
+    is refused."""
+    lowered = "".join(c if not c.isascii() and c.lower().isascii() else c.lower() for c in domain)
+    try:
+        return idna.encode(lowered).decode("ascii")
+    except idna.IDNAError:
+        return None
 
 
 def optional_email(value: object, *, param: str = "email") -> str | None:

@@ -135,6 +135,7 @@ def test_an_internationalised_domain_reaches_a_relay_without_smtputf8(smtp_serve
         ("sam@stra\u00dfe.de", "sam@xn--strae-oqa.de"),  # not strasse.de
         ("sam@a\u200db.example", "sam@a\u200db.example"),  # refused, not folded into ab.example
         ("sam@\u2165.example", "sam@\u2165.example"),  # Roman numeral six, not vi.example
+        ("sam@B\u00fcCHER.example", "sam@xn--bcher-kva.example"),  # case means nothing in a domain
     ],
 )
 def test_only_a_domain_outside_ascii_is_rewritten(address: str, sent: str) -> None:

@@ -102,6 +102,58 @@ def test_an_ordinary_e_mail_address_is_accepted_as_it_is(address: str) -> None:
     assert validation.require_email(address) == address
 
 
+@pytest.mark.parametrize(
+    "address",
+    [
+        "a\u200b@b.example",  # a zero-width space: reads as a@b.example
+        "a@b\u200b.example",
+        "a\u2060@b.example",  # WORD JOINER
+        "a@\uff42.example",  # full-width b: not taken as b.example
+        "a@b\u2800.example",  # BRAILLE PATTERN BLANK
+        "a@\u212a.example",  # KELVIN SIGN, whose lower case is k
+        "a@\u0301b.example",  # a label that starts with a combining mark
+        "k3@\u2165.example",  # a Roman numeral: UTS 46 would read vi
+    ],
+)
+def test_an_e_mail_address_outside_ascii_that_names_no_mailbox_is_refused(address: str) -> None:
+    """Probe Q: these were stored, two affiliates of one program could share a mailbox under
+    addresses that read the same, and the mailer sent such domains raw under SMTPUTF8."""
+    from refcore import validation
+
+    with pytest.raises(ValidationError) as caught:
+        validation.require_email(address, param="payout_email")
+    assert caught.value.param == "payout_email"
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["sam@b\u00fccher.example", "Sam@B\u00dcCHER.example", "sam@stra\u00dfe.de", "s\u00e4m@example.com"],
+)
+def test_an_internationalised_address_is_accepted_and_kept_as_sent(address: str) -> None:
+    from refcore import validation
+
+    assert validation.require_email(address) == address
+
+
+@pytest.mark.parametrize(
+    ("domain", "ascii"),
+    [
+        ("b\u00fccher.example", "xn--bcher-kva.example"),
+        ("B\u00dcCHER.Example", "xn--bcher-kva.example"),  # case means nothing in a domain
+        ("stra\u00dfe.de", "xn--strae-oqa.de"),  # not strasse.de (IDNA 2003)
+        ("\uff42.example", None),  # not b.example (UTS 46)
+        ("\u212a.example", None),  # not k.example (lower-casing)
+        ("a\u200db.example", None),  # not ab.example
+    ],
+)
+def test_idna_ascii_domain_writes_idna_2008_and_maps_no_letter_onto_another(
+    domain: str, ascii: str | None
+) -> None:
+    from refcore import validation
+
+    assert validation.idna_ascii_domain(domain) == ascii
+
+
 def test_decisions_2_link_code_with_a_trailing_newline_is_refused() -> None:
     rt, session, program = _program_with_session()
     affiliate = affiliates.add_program_affiliate(rt, session, program.id, "a@example.com", "A")

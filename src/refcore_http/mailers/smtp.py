@@ -17,10 +17,10 @@ from __future__ import annotations
 import smtplib
 import threading
 
-import idna
 from attrs import evolve
 
 from refcore.ports.mailer import Message
+from refcore.validation import idna_ascii_domain
 from refcore_http.mailers.message import to_email
 
 TIMEOUT_SECONDS = 10.0
@@ -29,23 +29,17 @@ MAX_SENDING = 2
 
 
 def ascii_domain(address: str) -> str:
-    """``address`` with its domain in the ASCII form of internationalised names (IDNA 2008,
-    ``exämple.com`` as ``xn--exmple-cua.com``), which every relay takes. With the domain as it
-    was, smtplib needed the relay's SMTPUTF8 extension, and each join to such an address failed
-    with ``internal_error`` after using its allowances (probe M). A local part outside ASCII
-    still needs SMTPUTF8, which only the relay can offer.
-
-    Encoded, never mapped: Python's own ``"idna"`` codec is IDNA 2003, which folds ``straße.de``
-    into ``strasse.de`` (another registrable domain) and drops a zero-width joiner, so the
-    confirmation link went to someone else's domain (probe O). A domain IDNA 2008 refuses is
-    left as it is, and the relay judges it."""
+    """``address`` with its domain in the ASCII form of internationalised names
+    (:func:`refcore.validation.idna_ascii_domain`), which every relay takes. With the domain as
+    it was, smtplib needed the relay's SMTPUTF8 extension, and each join to such an address
+    failed with ``internal_error`` after using its allowances (probe M). A local part outside
+    ASCII still needs SMTPUTF8, which only the relay can offer. A domain IDNA 2008 refuses (the
+    API refuses such addresses now; one stored before) is left as it is, and the relay judges it."""
     local, at, domain = address.rpartition("@")
     if not at or domain.isascii():
         return address
-    try:
-        return f"{local}@{idna.encode(domain).decode('ascii')}"
-    except idna.IDNAError:
-        return address
+    encoded = idna_ascii_domain(domain)
+    return address if encoded is None else f"{local}@{encoded}"
 
 
 class RelayBusy(Exception):
