@@ -85,7 +85,23 @@ def require_line(value: object, *, param: str, max_length: int = MAX_TEXT) -> st
     text = require_text(value, param=param, max_length=max_length)
     if _NOT_ONE_LINE.search(text) is not None or (not text.isascii() and _holds_invisible_format(text)):
         raise ValidationError(f"{param} must be one line of text, without control characters", param=param)
+    if not text.isascii() and (_BLANK_LETTERS.search(text) is not None or _is_mark(text[0])):
+        raise ValidationError(
+            f"{param} must not hold blank letters or start with a combining mark", param=param
+        )
     return text
+
+
+#: Letters and symbols that show as nothing, outside the format characters: the Hangul fillers
+#: (U+115F, U+1160, U+3164, U+FFA0) and the blank Braille pattern (U+2800). With a combining mark
+#: at a name's start (which has no letter to sit on) they made names that render blank or as
+#: another (probe Q: ``a\u3164b`` reads ``ab``).
+_BLANK_LETTERS = re.compile("[\u115f\u1160\u3164\uffa0\u2800]")
+
+
+def _is_mark(character: str) -> bool:
+    """Whether ``character`` is a combining mark (Unicode Mn, Mc, Me), drawn on the letter before."""
+    return unicodedata.category(character).startswith("M")
 
 
 #: The invisible format characters a name may hold: the zero-width non-joiner and joiner, which

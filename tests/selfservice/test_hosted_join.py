@@ -337,6 +337,13 @@ _PHISHING_NAME = "Victim,\n\nURGENT: your payout account is locked. Verify at ht
         "Eve\u2060X",
         "Eve\U000e0041",
         "Eve\u00adX",
+        # Letters that show as nothing, and a combining mark with no letter before it (probe Q).
+        "a\u3164b",
+        "a\u115fb",
+        "a\uffa0b",
+        "a\u2800b",
+        "\u0301",
+        "\u0301Eve",
     ],
 )
 def test_a_name_of_more_than_one_line_is_refused_and_nothing_is_written(
@@ -357,7 +364,10 @@ def test_a_name_of_more_than_one_line_is_refused_and_nothing_is_written(
 _PERSIAN = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
 
 
-@pytest.mark.parametrize("name", ["Zoë Smith", "José", "👩\u200d💻 Sam", _PERSIAN])
+@pytest.mark.parametrize(
+    "name",
+    ["Zoë Smith", "José", "Jose\u0301", "👩\u200d💻 Sam", "\u2764\ufe0f Sam", "\ud55c\uad6d", _PERSIAN],
+)
 def test_a_name_may_hold_letters_of_any_script_and_joiners(
     client: Client, runtime: Runtime, mail_dir: Path, name: str
 ) -> None:
