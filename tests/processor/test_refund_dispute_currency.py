@@ -202,6 +202,35 @@ def test_charge_refunded_with_one_refund_in_another_currency_records_none_of_its
     assert paid.ledger() == before
 
 
+def test_charge_refunded_naming_one_refund_twice_differently_records_none_of_its_refunds(paid: Paid) -> None:
+    """Probe Q: ``re_1`` of 1000 then ``re_1`` of 2000 in one event answered ``409`` after
+    recording the first, with its reversal and event; a redelivery could never succeed either."""
+    before = paid.ledger()
+
+    def charge_refunding(*refunds: JSON) -> JSON:
+        return payloads.charge(
+            charge_id="ch_F1",
+            amount=10000,
+            metadata=paid.metadata,
+            created=paid.clock.now(),
+            livemode=True,
+            amount_refunded=sum(int(refund["amount"]) for refund in refunds),
+            refunds=list(refunds),
+        )
+
+    twice = charge_refunding(
+        _refund(paid, refund_id="re_F1a", amount=1000), _refund(paid, refund_id="re_F1a", amount=2000)
+    )
+    refused = expect(paid.deliver("charge.refunded", twice), 409, "idempotency_conflict")
+    assert "re_F1a" in refused["error"]["message"]
+    assert paid.ledger() == before
+    # The same refund listed twice alike is one refund, recorded once.
+    same = _refund(paid, refund_id="re_F1a", amount=1000)
+    expect(paid.deliver("charge.refunded", charge_refunding(same, same)), 200)
+    refunds = paid.ledger()[1]
+    assert [(refund["refund_id"], refund["amount"]) for refund in refunds] == [("re_F1a", 1000)]
+
+
 def test_a_replay_of_an_accepted_processor_refund_answers_as_before(paid: Paid) -> None:
     event_type, obj = _refund_event(paid, "usd")
     first = expect(paid.deliver(event_type, obj, event_id="evt_F1"), 200)

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 
 from attrs import field, frozen
 
+from refcore.credentials import shown
+from refcore.errors import IdempotencyConflict
 from refcore.models import Dispute, DisputeStatus, Payment, Refund, RevenueSource
 from refcore.services.principal import Scope
 from refcore.services.revenue import (
@@ -165,9 +167,33 @@ def apply_changes(
     """Record the changes of one event in order, each in its own unit of work.
 
     When one fails the error propagates and the delivery is answered with it; the processor
-    delivers the event again later, and the changes already recorded answer as replays.
+    delivers the event again later, and the changes already recorded answer as replays. An
+    event that names one refund, payment or dispute twice with different details can never
+    succeed, so it is refused whole before anything is recorded: its first refund had been
+    recorded, and each redelivery answered ``409`` again (probe Q).
 
     Backs ``POST /v1/processor/events``, after the HTTP adapter verified the delivery. Errors: those of
-    :func:`apply_change`.
+    :func:`apply_change`; ``idempotency_conflict`` (one ID named twice, differently).
     """
+    _require_one_version_of_each(changes)
     return [apply_change(rt, scope, change) for change in changes]
+
+
+def _stable_id(change: ProcessorChange) -> tuple[str, str]:
+    if isinstance(change, ProcessorPayment):
+        return "payment", change.payment_id
+    if isinstance(change, ProcessorRefund):
+        return "refund", change.refund_id
+    return "dispute", change.dispute_id
+
+
+def _require_one_version_of_each(changes: Sequence[ProcessorChange]) -> None:
+    seen: dict[tuple[str, str], ProcessorChange] = {}
+    for change in changes:
+        key = _stable_id(change)
+        first = seen.setdefault(key, change)
+        if first != change:
+            kind, id = key
+            raise IdempotencyConflict(
+                f"The event names {kind} {shown(id)} twice with different details; nothing was recorded"
+            )
