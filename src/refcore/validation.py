@@ -205,6 +205,22 @@ def optional_email(value: object, *, param: str = "email") -> str | None:
     return None if value is None else require_email(value, param=param)
 
 
+def kept_address(value: object, *, param: str = "email") -> str:
+    """An e-mail address as refcore keeps and compares it (users, affiliates, signups,
+    customers): checked by :func:`require_email`, then :func:`address_key`."""
+    return address_key(require_email(value, param=param))
+
+
+def address_key(address: str) -> str:
+    """``address`` in the one form two spellings of it share: lower-cased (``Case@X.example``
+    had become a second customer beside ``case@x.example``) and, outside ASCII, in Unicode's
+    composed form NFC (RFC 6532), so that ``é`` typed as one character and as ``e`` with a
+    combining accent is one address: one customer, one affiliate of a program, and a customer
+    recognized as the affiliate referring themself."""
+    lowered = address.strip().lower()
+    return lowered if lowered.isascii() else unicodedata.normalize("NFC", lowered)
+
+
 def ascii_lower(text: str) -> str:
     """``text`` lower-cased when it is ASCII, otherwise as it is.
 

@@ -9,6 +9,7 @@ import pytest
 from attrs import evolve
 
 from refcore.clocks import ManualClock
+from refcore.errors import ValidationError
 from refcore.models import AffiliateStatus, Customer, EventType, KeyKind, ProgramAffiliate
 from refcore.services import activity, affiliates, tracking
 from refcore.services.activity import ActivityQuery
@@ -237,6 +238,38 @@ def test_decisions_3_approved_or_re_enabled_affiliate_attributes_again(world: Wo
 def test_decisions_3_self_referral_is_not_attributed(world: World, email: str) -> None:
     result = world.referred_customer(email=email)
     assert not result.referral.attributed
+
+
+#: ``josé@…`` with its ``é`` as one character (NFC) and as ``e`` and a combining accent (NFD).
+_COMPOSED = "jos\u00e9@example.com"
+_DECOMPOSED = "jose\u0301@example.com"
+
+
+@pytest.mark.parametrize(
+    ("affiliate_email", "customer_email"), [(_COMPOSED, _DECOMPOSED), (_DECOMPOSED, _COMPOSED)]
+)
+def test_decisions_3_self_referral_is_recognized_in_either_unicode_spelling(
+    world: World, affiliate_email: str, customer_email: str
+) -> None:
+    """Probe Q: the address compared as sent, so an affiliate could refer themself by spelling
+    their own ``é`` the other way."""
+    affiliate = world.add_affiliate(email=affiliate_email)
+    assert affiliate.email == _COMPOSED  # kept composed (NFC), whichever way it was sent
+    result = world.identify(world.capture(link=world.add_link(affiliate)), email=customer_email)
+    assert not result.referral.attributed
+
+
+def test_decisions_3_one_customer_for_an_address_in_either_unicode_spelling(world: World) -> None:
+    first = world.identify(world.capture(), email=_DECOMPOSED)
+    again = world.identify(world.capture(), email=_COMPOSED.upper())
+    assert first.customer.email == _COMPOSED
+    assert not again.created and again.customer == first.customer
+
+
+def test_an_affiliate_address_in_the_other_unicode_spelling_is_already_in_the_program(world: World) -> None:
+    world.add_affiliate(email=_COMPOSED)
+    with pytest.raises(ValidationError, match="already an affiliate"):
+        world.add_affiliate(email=_DECOMPOSED)
 
 
 def test_decisions_3_first_attribution_wins(world: World) -> None:

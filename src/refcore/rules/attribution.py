@@ -5,11 +5,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from refcore.models import AffiliateStatus, Click, Program, ProgramAffiliate, ProgramStatus
+from refcore.validation import address_key
 
 
 def is_self_referral(affiliate: ProgramAffiliate, customer_email: str | None) -> bool:
+    """The customer's address is the affiliate's, compared in the one form of
+    :func:`~refcore.validation.address_key` (and case-folded): also an affiliate stored before
+    addresses were composed (NFC) is recognized under either spelling."""
     return customer_email is not None and (
-        customer_email.strip().casefold() == affiliate.email.strip().casefold()
+        address_key(customer_email).casefold() == address_key(affiliate.email).casefold()
     )
 
 

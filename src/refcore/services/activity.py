@@ -46,7 +46,7 @@ from refcore.services.commissions import EntryPage, list_commissions
 from refcore.services.pagination import MAX_LIMIT, Page, paginate
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import require_choice
+from refcore.validation import address_key, require_choice
 
 
 @frozen
@@ -166,7 +166,7 @@ def _filter_value(tx: Tx, scope: Scope, name: str, value: str) -> object:
     if name == "status":
         return require_choice(value, DisputeStatus, param="status")
     if name == "email":
-        return value.lower()  # stored lower-case, as identify keeps it
+        return address_key(value)  # as identify keeps it
     return value
 
 

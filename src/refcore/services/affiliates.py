@@ -13,9 +13,9 @@ from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import (
+    kept_address,
     optional_line,
     require_choice,
-    require_email,
     require_line,
     require_link_code,
     require_text,
@@ -62,7 +62,7 @@ def add_program_affiliate(
     Errors: ``validation_error`` (``program_id``, ``email``, ``name``; an address already in the
     program), ``program_not_found``."""
     program_ref = require_text(program_id, param="program_id")
-    address = require_email(email).strip().lower()
+    address = kept_address(email)
     display = require_line(name, param="name")
 
     def work(tx: Tx) -> ProgramAffiliate:

@@ -46,7 +46,7 @@ from refcore.services.affiliates import create_affiliate
 from refcore.services.app_profile import current_agreement, current_logo
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import IssuedKey, issue_affiliate_key
-from refcore.validation import ascii_lower, require_email, require_line, require_text
+from refcore.validation import ascii_lower, kept_address, require_line, require_text
 
 log = logging.getLogger("refcore.join")
 
@@ -174,7 +174,7 @@ def start_signup(
     recorded, but its link never arrived).
     """
     rules = policy or JoinPolicy()
-    address = require_email(email).strip().lower()
+    address = kept_address(email)
     display = require_line(name, param="name")
     token = new_secret(TOKEN_PREFIX)
 

@@ -12,7 +12,7 @@ from refcore.services.access import require_app, require_organization
 from refcore.services.pagination import Page, paginate
 from refcore.services.principal import Principal, PrincipalKind
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import require_choice, require_email, require_line, require_text
+from refcore.validation import kept_address, require_choice, require_line, require_text
 
 _KEY_PREFIXES: dict[tuple[KeyKind, Mode], str] = {
     (KeyKind.APP, Mode.TEST): "key_test_app_",
@@ -132,7 +132,7 @@ def end_user_sessions(rt: Runtime, email: object) -> int | None:
 
 def _address(email: object) -> str:
     """The e-mail address as users are stored by it: checked, trimmed and lowercased."""
-    return require_email(email).strip().lower()
+    return kept_address(email)
 
 
 def authenticate(rt: Runtime, credential: str) -> Principal:

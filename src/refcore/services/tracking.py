@@ -16,7 +16,14 @@ from refcore.services.access import activity_scope, check_activity
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import principal_in
-from refcore.validation import ascii_lower, optional_email, optional_ip_address, optional_text, require_text
+from refcore.validation import (
+    address_key,
+    ascii_lower,
+    optional_email,
+    optional_ip_address,
+    optional_text,
+    require_text,
+)
 
 MAX_URL = 2048
 
@@ -264,11 +271,11 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
         )
     click_id = optional_text(request.click_id, param="click_id")
     external_id = optional_text(request.external_customer_id, param="external_customer_id")
-    # Lower-case, as every address refcore keeps (affiliates, users, signups): a customer known
+    # As every address refcore keeps (affiliates, users, signups; address_key): a customer known
     # only by e-mail is found by it, and ``Case@X.example`` had become a second customer, with
     # a referral of its own, beside ``case@x.example``.
     email = optional_email(request.email)
-    email = None if email is None else email.lower()
+    email = None if email is None else address_key(email)
     code = optional_text(request.promotion_code, param="promotion_code")
     if external_id is None and email is None:
         raise ValidationError("external_customer_id or email is required", param="external_customer_id")
