@@ -8,11 +8,14 @@ import pytest
 
 from refcore.clocks import ManualClock
 from refcore.errors import NotFound, Unauthenticated, ValidationError
-from refcore.models import EventType, RevenueSource
+from refcore.models import DisputeStatus, EventType, Mode, RevenueSource
 from refcore.models.payout import PayoutExecutionStatus
-from refcore.services import payout_executions, programs, revenue, tenancy
+from refcore.services import join, payout_executions, programs, revenue, tenancy, tracking
+from refcore.services.principal import Principal, PrincipalKind, Scope
+from refcore.services.processor_events import ProcessorDispute, ProcessorPayment, apply_changes
 from refcore.services.revenue import DisputeReport, PaymentReport
 from refcore.services.runtime import Runtime
+from refcore.services.tracking import CaptureRequest
 from tests.contract.scenario import World, build_world
 from tests.payouts.world import build_payout_world
 
@@ -149,3 +152,56 @@ def test_an_id_no_record_can_hold_finds_nothing_or_is_refused_never_a_raw_error(
 def test_a_credential_holding_an_unpaired_surrogate_is_unauthenticated(world: World) -> None:
     with pytest.raises(Unauthenticated):
         tenancy.authenticate(world.rt, "key_app_\ud800")
+
+
+def test_a_scope_built_with_the_mode_as_a_string_is_that_mode(world: World) -> None:
+    """Probe R: ``Scope(app_id, "live")`` stored clicks with the string as their mode on the
+    memory store (which no list then found) and raised ``AttributeError`` on an SQL store."""
+    scope = Scope(app_id=world.app.id, mode="live")  # type: ignore[arg-type]
+    assert scope == world.scope(Mode.LIVE)
+    click = tracking.capture(world.rt, CaptureRequest(via=world.link.code), scope=scope)
+    assert click.mode is Mode.LIVE
+    key = Principal(kind="app_key", app_id=world.app.id, mode="test")  # type: ignore[arg-type]
+    assert (key.kind, key.mode) == (PrincipalKind.APP_KEY, Mode.TEST)
+    assert key.is_app_key
+
+
+@pytest.mark.parametrize("mode", ["LIVE", "production", None, True])
+def test_a_scope_of_no_mode_is_a_validation_error_naming_mode(world: World, mode: object) -> None:
+    with pytest.raises(ValidationError) as refused:
+        Scope(app_id=world.app.id, mode=mode)  # type: ignore[arg-type]
+    assert refused.value.param == "mode"
+
+
+def test_a_processor_dispute_status_given_as_a_string_is_that_status() -> None:
+    dispute = ProcessorDispute(
+        dispute_id="dp_1",
+        payment_id="ch_1",
+        amount=100,
+        status="opened",
+        currency="usd",  # type: ignore[arg-type]
+    )
+    assert dispute.status is DisputeStatus.OPENED
+    with pytest.raises(ValidationError) as refused:
+        ProcessorDispute(dispute_id="dp_1", payment_id="ch_1", amount=100, status="reopened", currency="usd")  # type: ignore[arg-type]
+    assert refused.value.param == "status"
+
+
+def test_processor_changes_given_as_a_generator_are_all_recorded(world: World) -> None:
+    """Probe R: the check that no ID is named twice read the generator to its end, and then
+    nothing was recorded, without an error."""
+    scope = world.scope(Mode.TEST)
+    changes = (
+        ProcessorPayment(payment_id=f"ch_gen_{n}", amount=1_000, currency=world.program.currency, metadata={})
+        for n in range(2)
+    )
+    recorded = apply_changes(world.rt, scope, changes)  # type: ignore[arg-type]
+    assert [r.record.payment_id for r in recorded] == ["ch_gen_0", "ch_gen_1"]
+
+
+def test_start_signup_without_a_mailer_refuses_before_recording_anything(world: World) -> None:
+    """Probe R: the signup was kept and the address's allowance spent, then ``internal_error``."""
+    before = world.snapshot()
+    with pytest.raises(TypeError, match="send"):
+        join.start_signup(world.rt, None, world.program.slug, "new@x.example", "New", client_ip=None)  # type: ignore[arg-type]
+    assert world.snapshot() == before

@@ -35,6 +35,21 @@ def test_a_transaction_inside_another_transactions_work_is_refused(runtime: Runt
     assert _names(runtime) == ["after"]
 
 
+def test_a_transaction_inside_a_reads_work_is_refused(runtime: Runtime) -> None:
+    """Probe R: a service called from a read callback committed on its own, and its write
+    stayed when the callback then raised."""
+
+    def read_and_write(tx: Tx) -> None:
+        tx.uow.organizations.find_all({})
+        runtime.transaction(add_organization("inside a read"))
+        raise AssertionError("not reached")
+
+    with pytest.raises(InternalError, match="inside another transaction's \\(or a read's\\) work"):
+        runtime.read(read_and_write)
+    assert _names(runtime) == []
+    assert runtime.read(lambda tx: len(tx.uow.organizations.find_all({}))) == 0  # reads still nest
+
+
 class _Failing:
     def events_committed(self, events: Sequence[Event]) -> None:
         raise RuntimeError("the notifier is down")

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from refcore.clocks import ManualClock
-from refcore.errors import NotFound
+from refcore.errors import InternalError, NotFound
 from refcore.models import Organization
 from refcore.services.runtime import Runtime, Tx
 from tests.contract.organization_work import add_organization, find_organization, missing_organization
@@ -107,9 +107,11 @@ def test_shared_read_a_read_inside_a_read_that_fails_leaves_the_outer_reads_unit
     assert reads == ["open", "end", "open", "end"]
 
 
-def test_shared_read_a_write_inside_a_read_ends_the_unit_of_work_only_after_that_read(
+def test_shared_read_a_write_inside_a_reads_work_is_refused_and_the_block_reads_on(
     runtime: Runtime,
 ) -> None:
+    """A write from inside a read's work would commit on its own (probe R): it is refused, as
+    inside a transaction's work, and the block's shared unit of work serves the next read."""
     rt, reads, _ = counted(runtime)
     first = rt.transaction(add_organization("Outer"))
 
@@ -118,5 +120,9 @@ def test_shared_read_a_write_inside_a_read_ends_the_unit_of_work_only_after_that
         return tx.uow.organizations.get(first.id)
 
     with rt.shared_read():
-        assert rt.read(outer) == first
-        assert reads == ["open", "end"]
+        with pytest.raises(InternalError, match="or a read's"):
+            rt.read(outer)
+        assert rt.read(find_organization(first.id)) == first
+    assert reads == ["open", "end", "open", "end"]  # the refusal ended the first, as any error does
+    names = rt.read(lambda tx: [o.name for o in tx.uow.organizations.find_all({})])
+    assert names == ["Outer"]

@@ -174,6 +174,10 @@ def start_signup(
     recorded, but its link never arrived).
     """
     rules = policy or JoinPolicy()
+    if not callable(getattr(mailer, "send", None)):
+        # Before anything is recorded: a signup without a way to send its link would be kept,
+        # and the address's allowance spent, for a message that can never go (probe R).
+        raise TypeError("mailer must be a refcore.ports.Mailer, with a send(message) method")
     address = kept_address(email)
     display = require_line(name, param="name")
     token = new_secret(TOKEN_PREFIX)

@@ -42,6 +42,7 @@ from refcore.services.revenue import (
     report_dispute,
 )
 from refcore.services.runtime import Runtime
+from refcore.validation import require_choice
 
 #: The ``processor_metadata`` keys of the identify response (interface 2.5).
 METADATA_CLICK_ID = "service_click_id"
@@ -73,6 +74,14 @@ class ProcessorRefund:
     currency: str
 
 
+def _dispute_status(value: object) -> DisputeStatus:
+    """A status from its member or its string (``"opened"``), as enumeration arguments take;
+    ``validation_error`` for anything else (probe R: ``AttributeError`` when recorded)."""
+    if isinstance(value, DisputeStatus):
+        return value
+    return require_choice(value, DisputeStatus, param="status")
+
+
 @frozen
 class ProcessorDispute:
     """One status of a dispute of the payment ``payment_id``, already in the interface's terms."""
@@ -80,8 +89,8 @@ class ProcessorDispute:
     dispute_id: str
     payment_id: str
     amount: int
-    status: DisputeStatus
-    currency: str
+    status: DisputeStatus = field(converter=_dispute_status)
+    currency: str = field()
     #: The processor's status was an inquiry's (:attr:`refcore.models.Dispute.inquiry`).
     inquiry: bool = False
 
@@ -175,8 +184,9 @@ def apply_changes(
     Backs ``POST /v1/processor/events``, after the HTTP adapter verified the delivery. Errors: those of
     :func:`apply_change`; ``idempotency_conflict`` (one ID named twice, differently).
     """
-    _require_one_version_of_each(changes)
-    return [apply_change(rt, scope, change) for change in changes]
+    listed = list(changes)  # read once: a generator checked first would be empty after
+    _require_one_version_of_each(listed)
+    return [apply_change(rt, scope, change) for change in listed]
 
 
 def _stable_id(change: ProcessorChange) -> tuple[str, str]:

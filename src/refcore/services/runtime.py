@@ -281,13 +281,13 @@ class Runtime:
         """Run ``work`` in one unit of work and commit it, again after a lost race (up to
         eight attempts); its events reach the ``notifier`` once committed.
 
-        ``InternalError`` if called from inside another transaction's ``work``: the inner one
-        would commit on its own, whatever became of the outer one. Call services one after
-        another, not from inside a transaction of your own."""
+        ``InternalError`` if called from inside another transaction's or a read's ``work``: the
+        inner one would commit on its own, whatever became of the outer one. Call services one
+        after another, not from inside a unit of work of your own."""
         if _IN_TRANSACTION.get():
             raise InternalError(
-                "A transaction cannot start inside another transaction's work: it would commit "
-                "on its own. Call the service after the transaction, not inside it"
+                "A transaction cannot start inside another transaction's (or a read's) work: it "
+                "would commit on its own. Call the service after it, not inside it"
             )
         inside = _IN_TRANSACTION.set(True)
         try:
@@ -436,9 +436,15 @@ class Runtime:
             opened = (self.read_unit_of_work or self.unit_of_work)()
         with opened as uow:
             uow = checking(uow, _check_of(self))
-            return work(
-                Tx(uow=uow, now=self.clock.now(), ids=self.ids, session_lifetime=self.session_lifetime)
-            )
+            # A write inside the read's work would commit on its own, as inside a transaction's
+            # (probe R: an organization created in a read callback stayed when it then raised).
+            inside = _IN_TRANSACTION.set(True)
+            try:
+                return work(
+                    Tx(uow=uow, now=self.clock.now(), ids=self.ids, session_lifetime=self.session_lifetime)
+                )
+            finally:
+                _IN_TRANSACTION.reset(inside)
 
     @contextmanager
     def shared_read(self) -> Iterator[None]:
