@@ -439,8 +439,12 @@ def test_an_activity_id_of_the_other_mode_is_a_mode_mismatch(client: Client, wor
     test_url = _url(endpoint, _targets(world, world.test)[path])
     # The ID is the path parameter ``id``: the error names it, not the body field of the kind
     # (``click_id``), which the request does not have.
-    assert expect(client.get(live_url, world.a.test_key), 409, "mode_mismatch")["error"]["param"] == "id"
-    assert expect(client.get(test_url, world.a.live_key), 409, "mode_mismatch")["error"]["param"] == "id"
+    from_test = expect(client.get(live_url, world.a.test_key), 409, "mode_mismatch")["error"]
+    from_live = expect(client.get(test_url, world.a.live_key), 409, "mode_mismatch")["error"]
+    assert from_test["param"] == from_live["param"] == "id"
+    # The message says which mode the request is in (a key's, never shown), and the record's.
+    assert from_test["message"].endswith("belongs to live mode but this request is in test mode")
+    assert from_live["message"].endswith("belongs to test mode but this request is in live mode")
     expect(client.get(live_url, world.a.live_key), 200)
     # A session holds no mode: it reads either, by ID.
     assert expect(client.get(test_url, world.a.session), 200)["livemode"] is False
