@@ -12,7 +12,7 @@ from refcore.services import payouts
 from refcore.services.runtime import Runtime
 from refcore_sqlstore import SqlStore
 from tests.contract.scenario import World
-from tests.payouts.world import build_payout_world
+from tests.payouts.world import PayoutWorld, build_payout_world
 from tests.sqlstore.raw import recorded_statements
 
 #: More affiliates than one lookup statement reads (``payouts._LOOKED_UP_TOGETHER``), and far
@@ -51,15 +51,21 @@ def test_a_batch_reads_payouts_in_flight_together_and_on_postgresql_balances_too
         assert len(csv_statements) < _IDLE_AFFILIATES / 4
 
 
-def test_a_payout_reads_the_entries_its_commission_paid_events_carry_together(sql_store: SqlStore) -> None:
-    """``payout_executions.record_success`` once read each paid entry by ID: a payout of 1,000
-    entries sent 1,000 statements for its ``commission.paid`` events."""
+def _one_affiliate_earning(store: SqlStore, entries: int) -> PayoutWorld:
+    """A program whose affiliate has ``entries`` approved commissions of 200 (hold 0 days)."""
     clock = ManualClock()
-    pw = build_payout_world(sql_store.runtime(clock=clock), clock, hold_days=0)
-    entries = 30
+    pw = build_payout_world(store.runtime(clock=clock), clock, hold_days=0)
     for _ in range(entries):
         pw.earn(1_000)
     pw.past_hold()
+    return pw
+
+
+def test_a_payout_reads_the_entries_its_commission_paid_events_carry_together(sql_store: SqlStore) -> None:
+    """``payout_executions.record_success`` once read each paid entry by ID: a payout of 1,000
+    entries sent 1,000 statements for its ``commission.paid`` events."""
+    entries = 30
+    pw = _one_affiliate_earning(sql_store, entries)
     with recorded_statements(sql_store) as statements:
         execution = pw.mark_paid()
     assert execution.amount == entries * 200
@@ -73,12 +79,8 @@ def test_a_payout_writes_its_items_and_commission_paid_events_together(sql_store
     """Mark-paid of 1,000 entries had sent 2,018 statements on PostgreSQL: an ``INSERT`` for each
     payout item and each ``commission.paid`` event (``payout_executions.create_execution``,
     ``Tx.emit_each``). Every entry still has its item and its event."""
-    clock = ManualClock()
-    pw = build_payout_world(sql_store.runtime(clock=clock), clock, hold_days=0)
     entries = 30
-    for _ in range(entries):
-        pw.earn(1_000)
-    pw.past_hold()
+    pw = _one_affiliate_earning(sql_store, entries)
     with recorded_statements(sql_store) as statements:
         pw.mark_paid()
     item_inserts = [sql for sql, _ in statements if sql.startswith("INSERT INTO payout_items")]
@@ -94,12 +96,8 @@ def test_a_payout_writes_its_items_and_commission_paid_events_together(sql_store
 def test_a_canceled_payout_releases_its_items_in_one_statement(sql_store: SqlStore) -> None:
     """``payout_executions._release`` had updated each item of the payout by itself: 1,712
     statements to cancel a batch holding 1,100 entries on PostgreSQL."""
-    clock = ManualClock()
-    pw = build_payout_world(sql_store.runtime(clock=clock), clock, hold_days=0)
     entries = 30
-    for _ in range(entries):
-        pw.earn(1_000)
-    pw.past_hold()
+    pw = _one_affiliate_earning(sql_store, entries)
     batch = pw.prepare()
     with recorded_statements(sql_store) as statements:
         payouts.cancel_batch(pw.rt, pw.world.session, batch.id)
