@@ -9,7 +9,8 @@ The statuses follow the core's precedence (see :mod:`refcore.ports.ledger`):
   so years of payouts cost one row, not one index entry per payout;
 - every other entry is ``held``, ``pending`` or ``approved``. Their sums come from
   ``affiliate_balance_buckets``, which database triggers keep per UTC month, day, hour and minute
-  of ``available_at`` (migrations 0004 and 0005): ``held`` is the held column of every month;
+  of ``available_at`` (migrations 0004 and 0005; since 0018 a reversal is never held): ``held``
+  is the held column of every month;
   ``approved`` is the open column of the months before this one, of this month's days before
   today, of today's hours before this one, of this hour's minutes before this one, and the entries
   of this minute up to ``now`` (read from the ledger through the
@@ -33,6 +34,7 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    and_,
     bindparam,
     case,
     exists,
@@ -165,9 +167,10 @@ def _open_between(grain: str, first: str, before: str, affiliate: Any) -> Any:
 
 
 def _approved_this_minute(affiliate: Any) -> Any:
-    """The entries of the current minute already available at ``now``, unless held or paid out."""
+    """The entries of the current minute already available at ``now``, unless held (positive, with
+    an open dispute of their payment) or paid out."""
     e, p, i = commission_entries, payments, payout_items
-    held = func.coalesce(p.c.open_dispute_count, 0) > 0
+    held = and_(func.coalesce(p.c.open_dispute_count, 0) > 0, e.c.amount > 0)
     return (
         select(func.coalesce(func.sum(e.c.amount), 0))
         .select_from(e.outerjoin(p, p.c.id == e.c.transaction_id))

@@ -223,14 +223,18 @@ def test_decisions_10_hold_days_zero_approves_at_once(runtime: Runtime, clock: M
     assert statuses(world, payment.id) == ["approved"]
 
 
-def test_decisions_4_entries_are_held_while_a_dispute_is_open(runtime: Runtime, clock: ManualClock) -> None:
+def test_decisions_4_positive_entries_are_held_while_a_dispute_is_open_never_a_reversal(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """A reversal is never held (docs/decisions.md, an improvement on decisions 4): it counts
+    against ``available`` at once, while the earned entry waits for the dispute."""
     world = build_world(runtime, clock, hold_days=0)
     payment = world.pay(world.referred_customer(), A).record
     world.refund(payment.payment_id, 1_000)
     world.dispute("dp_1", payment.payment_id, "opened", 1_000)
-    assert statuses(world, payment.id) == ["held", "held"]
+    assert statuses(world, payment.id) == ["approved", "held"]  # newest first: the reversal, the earning
     balance = world.balance()
-    assert (balance.held, balance.available) == (C - 200, 0)
+    assert (balance.held, balance.available) == (C, -200)
     world.dispute("dp_1", payment.payment_id, "withdrawn", 1_000)
     assert statuses(world, payment.id) == ["approved", "approved"]
 

@@ -30,7 +30,14 @@ from refcore.models.payout import (
     PayoutRequestStatus,
 )
 from refcore.rules.entry_status import Balance
-from refcore.services import payout_accounts, payout_executions, payout_requests, payouts, revenue
+from refcore.services import (
+    commissions,
+    payout_accounts,
+    payout_executions,
+    payout_requests,
+    payouts,
+    revenue,
+)
 from refcore.services.runtime import Runtime, Tx
 from tests.payouts.races import race_mark_paid_report_and_batch, run_together
 from tests.payouts.world import PayoutWorld, affiliate_key, build_payout_world
@@ -57,6 +64,37 @@ def test_the_full_payout_cycle_holds_on_every_store(runtime: Runtime, clock: Man
     pw.past_hold()
     assert pw.mark_paid().amount == 1000
     assert pw.balance() == Balance(paid=3000)
+
+
+def test_a_dispute_opening_never_raises_what_an_affiliate_can_be_paid(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """Probe T: an open dispute held the payment's reversal too, so it left ``available``: an
+    affiliate owing 1,000 (a refund after their payout) was shown 1,000 available and paid it as
+    soon as a dispute of that payment opened. A reversal is never held
+    (``refcore.rules.entry_status``); the positive commission of a disputed payment still is."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    first = pw.earn(10_000)  # 2,000 of commission
+    assert pw.mark_paid().amount == 2000
+    pw.world.refund(first, 5_000)  # a reversal of -1,000, after the payout
+    pw.earn(5_000)  # 1,000 more: the affiliate nets to 0
+    assert pw.balance() == Balance(available=0, paid=2000)
+
+    pw.world.dispute("dp_after_payout", first, "opened", 1_000)
+    assert pw.balance() == Balance(available=0, paid=2000)
+    assert pw.ready() == []
+    with pytest.raises(StateConflict):
+        pw.mark_paid()
+    listed = commissions.list_commissions(pw.rt, pw.world.scope(), {}, limit=100).data
+    assert [(e["amount"], e["status"]) for e in listed if e["amount"] < 0] == [(-1000, "approved")]
+
+    second = pw.earn(10_000)  # a disputed payment's own commission is still held
+    pw.world.dispute("dp_new", second, "opened", 1_000)
+    assert pw.balance() == Balance(held=2000, available=0, paid=2000)
+    pw.world.dispute("dp_after_payout", first, "won", 1_000)
+    pw.world.dispute("dp_new", second, "won", 1_000)
+    assert pw.balance() == Balance(available=2000, paid=2000)
+    assert pw.mark_paid().amount == 2000
 
 
 def test_mark_paid_with_another_amount_than_the_ready_payout_changes_nothing(

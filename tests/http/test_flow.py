@@ -143,9 +143,10 @@ def test_referral_to_commission_flow_through_http(store_runtime: Runtime, clock:
     dispute = {"dispute_id": "dp_1", "payment_id": "pay_1", "amount": 5000}
     opened = expect(client.post("/v1/transactions/disputes", live_key, {**dispute, "status": "opened"}), 201)
     assert opened["status"] == "opened"
-    assert _entries(client, live_key) == [("earned", 2000, "held"), ("reversal", -500, "held")]
+    # The dispute holds the commission it may take back, never the reversal (docs/decisions.md).
+    assert _entries(client, live_key) == [("earned", 2000, "held"), ("reversal", -500, "pending")]
     balance = payout_balance(rt, authenticate(rt, session), affiliate["id"])
-    assert (balance.held, balance.pending, balance.available) == (1500, 0, 0)
+    assert (balance.held, balance.pending, balance.available) == (2000, -500, 0)
 
     lost = expect(client.post("/v1/transactions/disputes", live_key, {**dispute, "status": "lost"}), 200)
     assert lost["id"] == opened["id"] and lost["status"] == "lost"

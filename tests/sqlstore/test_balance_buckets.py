@@ -40,9 +40,10 @@ STATUSES = (EntryStatus.HELD, EntryStatus.PENDING, EntryStatus.APPROVED)
 
 
 def scanned_sums(connection: Connection, affiliate: str, mode: Mode, now: datetime) -> dict[EntryStatus, int]:
-    """The oracle: every entry of the affiliate read and classified by the core's precedence."""
+    """The oracle: every entry of the affiliate read and classified by the core's precedence
+    (a positive entry of a disputed payment is held; a reversal never is)."""
     e, p, i = commission_entries, payments, payout_items
-    held = func.coalesce(p.c.open_dispute_count, 0) > 0
+    held = and_(func.coalesce(p.c.open_dispute_count, 0) > 0, e.c.amount > 0)
 
     def total(condition: Any) -> Any:
         return func.coalesce(func.sum(case((condition, e.c.amount), else_=0)), 0)
@@ -387,6 +388,47 @@ def test_the_minute_migration_backfills_minutes_and_its_downgrade_restores_the_h
             world.entry("pa_one", "txn_c", -555, BASE + timedelta(seconds=30), Mode.LIVE)
             restored = [row for row in _buckets(connection) if row[4] or row[5]]
             assert restored == [row for row in kept_by_0004 if row[4] or row[5]]
+            transaction.rollback()
+    finally:
+        engine.dispose()
+
+
+def test_migration_0018_moves_held_reversals_to_the_open_column_and_its_downgrade_back(
+    empty_database_url: str,
+) -> None:
+    """Before 0018 a disputed payment's reversals were held too, which raised the available
+    balance when a dispute opened (probe T). On a ledger kept by 0005's triggers, 0018 moves the
+    reversals of the payments held now (not those a payout holds) into the open column, its
+    triggers keep them there, and going back to 0017 restores the rows 0017 had kept."""
+    engine = create_store_engine(normalise_url(empty_database_url))
+    try:
+        with engine.connect() as connection:
+            transaction = connection.begin()
+            command.upgrade(alembic_config(connection), "0017_event_lists")
+            world = History(connection)
+            world.mixed_ledger(lambda n: BASE + timedelta(hours=n - 30, minutes=n))  # txn_b is held
+            for n, payment_id in enumerate(("txn_b", "txn_b", "txn_a", "txn_b", "txn_b")):
+                world.entry(AFFILIATES[n % 2], payment_id, -(50 + n), BASE + timedelta(hours=n), Mode.LIVE)
+            world.item(len(world.entries) - 1, active=True)  # the last reversal is in a payout
+            kept_by_0017 = _buckets(connection)
+            held_by_0017 = projected_sums(connection, "pa_one", Mode.LIVE, BASE)[EntryStatus.HELD]
+
+            command.upgrade(alembic_config(connection), "head")
+            for hours in (-40, -1, 0, 2, 5, 30):
+                world.check(BASE + timedelta(hours=hours, minutes=7))
+            # pa_one's held reversals of txn_b (-50 and -54, the latter in a payout) : -50 left
+            held = projected_sums(connection, "pa_one", Mode.LIVE, BASE)[EntryStatus.HELD]
+            assert held == held_by_0017 + 50
+            world.disputes("txn_b", 0)  # 0018's triggers move only the positive entries back
+            world.disputes("txn_b", 1)
+            world.entry("pa_one", "txn_b", -70, BASE + timedelta(minutes=3), Mode.LIVE)  # stays open
+            world.check(BASE + timedelta(minutes=5))
+
+            command.downgrade(alembic_config(connection), "0017_event_lists")
+            world.disputes("txn_b", 2)  # undo the changes made at head, with 0017's triggers
+            world.entry("pa_one", "txn_b", 70, BASE + timedelta(minutes=3), Mode.LIVE)
+            restored = [row for row in _buckets(connection) if row[4] or row[5]]
+            assert restored == [row for row in kept_by_0017 if row[4] or row[5]]
             transaction.rollback()
     finally:
         engine.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from attrs import evolve
 
 from refcore.models import CommissionEntry, EntryKind, EntryStatus, Mode
 from refcore.rules.entry_status import Balance, entry_status
@@ -42,6 +43,19 @@ def test_decisions_4_entry_status_precedence(
     now: datetime, held: bool, paid: bool, expected: EntryStatus
 ) -> None:
     assert entry_status(ENTRY, now=now, payment_held=held, paid=paid) is expected
+
+
+@pytest.mark.parametrize(("now", "expected"), [(BEFORE, EntryStatus.PENDING), (AT, EntryStatus.APPROVED)])
+def test_a_reversal_is_never_held(now: datetime, expected: EntryStatus) -> None:
+    """An improvement on decisions 4 (docs/decisions.md): holding keeps back commission a dispute
+    may take away; a held reversal left the available balance, which then rose when a dispute
+    opened, and an affiliate who owed money was paid (probe T)."""
+    reversal = evolve(ENTRY, id="com_2", kind=EntryKind.REVERSAL, amount=-500)
+    assert entry_status(reversal, now=now, payment_held=True, paid=False) is expected
+    assert (
+        entry_status(reversal, now=now, payment_held=True, paid=False, processing=True)
+        is EntryStatus.PROCESSING
+    )
 
 
 def test_decisions_5_balance_sums_entries_by_status_net_of_negatives() -> None:

@@ -9,7 +9,8 @@ this precedence, and the memory store computes them with that very function.
 
 - ``paid``: held by a payout item of a ``succeeded`` execution;
 - ``processing``: held by a payout item of a ``prepared`` or ``ready`` execution;
-- ``held``: the entry's payment has an open dispute (``open_dispute_count > 0``);
+- ``held``: the entry is positive and its payment has an open dispute (``open_dispute_count > 0``;
+  a reversal is never held: :mod:`refcore.rules.entry_status`);
 - ``pending``: ``now < available_at``;
 - ``approved``: everything else.
 """
