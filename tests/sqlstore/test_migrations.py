@@ -222,6 +222,51 @@ def test_migration_0012_lower_cases_the_addresses_whose_capitals_lie_beyond_asci
         assert _stored_emails(connection) == {**rows, "rcus_accent": "élodie@example.com"}
 
 
+#: ``josé@x.example`` decomposed (``e`` and U+0301) and composed (``é``).
+_DECOMPOSED = "jose\u0301@x.example"
+_COMPOSED = "jos\u00e9@x.example"
+
+
+def test_migration_0019_composes_every_kept_address_unless_the_composed_one_is_taken(
+    empty_database_url: str,
+) -> None:
+    """An upgrade probe: once lookups composed addresses (NFC), one stored decomposed was found
+    by no spelling, so ``refcore session --end-all`` ended another user's session and reported
+    success, identify made a second customer, and a second affiliate joined one program. 0019
+    composes them; where the composed address is a record of its own already (a user, an
+    affiliate of that program), the decomposed one is left for the operator."""
+    customers_before = {
+        "rcus_decomposed": _DECOMPOSED.upper(),
+        "rcus_plain": "plain@x.example",
+        "rcus_none": None,
+    }
+    with _customers_at(empty_database_url, "0018_reversals_never_held", customers_before) as connection:
+        values = {"at": _AT, "d": _DECOMPOSED, "c": _COMPOSED, "other": "ze\u0301@x.example"}
+        for statement in (
+            *_INSERT_APP,
+            "INSERT INTO users (id, email, created_at) VALUES ('usr_d', :d, :at), ('usr_c', :c, :at),"
+            " ('usr_other', :other, :at)",
+            "INSERT INTO programs (id, app_id, name, slug, currency, commission_type, commission_value,"
+            " attribution_window_days, hold_days, minimum_payout, auto_approve, promotion_code_fallback,"
+            " status, created_at) VALUES ('prg_1', 'app_x', 'P', 'p1', 'usd', 'percent', 2000, 60, 30, 0,"
+            " false, false, 'active', :at), ('prg_2', 'app_x', 'Q', 'p2', 'usd', 'percent', 2000, 60, 30,"
+            " 0, false, false, 'active', :at)",
+            "INSERT INTO program_affiliates (id, app_id, program_id, email, name, status, created_at) VALUES"
+            " ('aff_1d', 'app_x', 'prg_1', :d, 'J', 'active', :at),"
+            " ('aff_1c', 'app_x', 'prg_1', :c, 'J', 'active', :at),"
+            " ('aff_2d', 'app_x', 'prg_2', :d, 'J', 'active', :at)",
+        ):
+            connection.execute(text(statement) if isinstance(statement, str) else statement, values)
+
+        command.upgrade(alembic_config(connection), "0019_composed_email_addresses")
+
+        users = dict(connection.execute(text("SELECT id, email FROM users")).all())
+        assert users == {"usr_d": _DECOMPOSED, "usr_c": _COMPOSED, "usr_other": "z\u00e9@x.example"}
+        affiliates = dict(connection.execute(text("SELECT id, email FROM program_affiliates")).all())
+        assert affiliates == {"aff_1d": _DECOMPOSED, "aff_1c": _COMPOSED, "aff_2d": _COMPOSED}
+        assert _stored_emails(connection) == {**customers_before, "rcus_decomposed": _COMPOSED}
+
+
 #: Delivery records before 0014, by ID: their event's type and ``livemode``.
 _DELIVERED = {
     "whdl_live": ("transaction.created", True),
