@@ -103,6 +103,8 @@ class PaymentModel:
     opened: int = 0
     lost: int = 0
     open_count: int = 0
+    #: The sum of the payment's negative entries (reversals), which no dispute holds.
+    reversed: int = 0
 
     @property
     def consumed(self) -> int:
@@ -219,6 +221,8 @@ class LedgerMachine(RuleBasedStateMachine):
         old_entries = {e.id for e in before["commission_entries"]}
         new_entries = [e for e in self.world_entries() if e.id not in old_entries]
         delta = payment.target - old_target
+        if delta < 0:
+            payment.reversed += delta
         expected_events = [record_event] if record_event else []
         if delta == 0:
             assert new_entries == []
@@ -562,13 +566,12 @@ class LedgerMachine(RuleBasedStateMachine):
         for (mode, _), payment in self.model.payments.items():
             if mode is not Mode.LIVE or payment.affiliate_id is None:
                 continue
-            if payment.open_count:
-                status = "held"
-            elif now < payment.available_at:
-                status = "pending"
+            status = "pending" if now < payment.available_at else "available"
+            if payment.open_count:  # an open dispute holds the positive entries, never a reversal
+                expected[payment.affiliate_id]["held"] += payment.target - payment.reversed
+                expected[payment.affiliate_id][status] += payment.reversed
             else:
-                status = "available"
-            expected[payment.affiliate_id][status] += payment.target
+                expected[payment.affiliate_id][status] += payment.target
         for affiliate_id in self.affiliates:
             balance = commissions.payout_balance(self.rt, self.world.session, affiliate_id)
             want = expected[affiliate_id]
