@@ -90,7 +90,7 @@ class ProcessorDispute:
     payment_id: str
     amount: int
     status: DisputeStatus = field(converter=_dispute_status)
-    currency: str = field()
+    currency: str
     #: The processor's status was an inquiry's (:attr:`refcore.models.Dispute.inquiry`).
     inquiry: bool = False
 
@@ -198,6 +198,8 @@ def _stable_id(change: ProcessorChange) -> tuple[str, str]:
 
 
 def _require_one_version_of_each(changes: Sequence[ProcessorChange]) -> None:
+    """``idempotency_conflict`` when two changes share a stable ID but not their details; the
+    same change listed twice is one change (each answers as a replay after the first)."""
     seen: dict[tuple[str, str], ProcessorChange] = {}
     for change in changes:
         key = _stable_id(change)

@@ -131,7 +131,8 @@ def end_user_sessions(rt: Runtime, email: object) -> int | None:
 
 
 def _address(email: object) -> str:
-    """The e-mail address as users are stored by it: checked, trimmed and lowercased."""
+    """The e-mail address as users are stored by it: checked, then in the one form of
+    :func:`refcore.validation.address_key` (lower-cased, composed)."""
     return kept_address(email)
 
 
