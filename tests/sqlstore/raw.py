@@ -9,9 +9,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from alembic import command
 from sqlalchemy import Connection, Engine, event
 
 from refcore_sqlstore import SqlStore
+from refcore_sqlstore.engine import create_store_engine, normalise_url
+from refcore_sqlstore.migrate import alembic_config
 from tests.stores import psycopg_connect
 
 
@@ -101,3 +104,19 @@ def rolled_back(connection: Connection) -> Iterator[Connection]:
         yield connection
     finally:
         transaction.rollback()
+
+
+@contextmanager
+def migrated_to(url: str, revision: str) -> Iterator[Connection]:
+    """A connection to the empty database at ``url`` migrated to ``revision``, inside one
+    transaction rolled back at the end (DDL is transactional on both databases): a migration
+    test's made-up rows then never meet the deferred foreign keys, and nothing stays."""
+    engine = create_store_engine(normalise_url(url))
+    try:
+        with engine.connect() as connection:
+            transaction = connection.begin()
+            command.upgrade(alembic_config(connection), revision)
+            yield connection
+            transaction.rollback()
+    finally:
+        engine.dispose()

@@ -29,7 +29,7 @@ from refcore_sqlstore.engine import create_store_engine, normalise_url
 from refcore_sqlstore.ledger import SqlLedgerReads
 from refcore_sqlstore.migrate import alembic_config
 from refcore_sqlstore.tables import affiliate_balance_buckets, commission_entries, payments, payout_items
-from tests.sqlstore.raw import engine_of, rolled_back
+from tests.sqlstore.raw import engine_of, migrated_to, rolled_back
 
 EXAMPLES = max(30, settings.default.max_examples // 5)
 #: New Year: histories around it cross a year, a month, days and hours.
@@ -362,35 +362,28 @@ def test_the_minute_migration_backfills_minutes_and_its_downgrade_restores_the_h
     """Migration 0005 on a ledger kept at 0004: the minute rows it sums in give the balance a full
     scan gives inside any minute, the triggers it replaces keep them from then on, and going back to
     0004 leaves exactly the month, day and hour rows 0004's triggers would have kept."""
-    engine = create_store_engine(normalise_url(empty_database_url))
-    try:
-        with engine.connect() as connection:
-            transaction = connection.begin()
-            command.upgrade(alembic_config(connection), "0004_balance_buckets")
-            world = History(connection)
-            world.mixed_ledger(lambda n: BASE + timedelta(minutes=7 * n - 200, seconds=n))
-            kept_by_0004 = _buckets(connection)
-            assert {row[2] for row in kept_by_0004} == {"month", "day", "hour"}
+    with migrated_to(empty_database_url, "0004_balance_buckets") as connection:
+        world = History(connection)
+        world.mixed_ledger(lambda n: BASE + timedelta(minutes=7 * n - 200, seconds=n))
+        kept_by_0004 = _buckets(connection)
+        assert {row[2] for row in kept_by_0004} == {"month", "day", "hour"}
 
-            command.upgrade(alembic_config(connection), "head")
-            assert {row[2] for row in _buckets(connection)} == {"month", "day", "hour", "minute"}
-            for minutes in (-201, -100, -3, 0, 1, 99, 250):
-                for seconds in (0, 30, 59):
-                    world.check(BASE + timedelta(minutes=minutes, seconds=seconds))
-            world.check(17)  # exactly an entry's available_at
-            world.disputes("txn_b", 0)  # the new triggers move the minute rows too
-            world.entry("pa_one", "txn_c", 555, BASE + timedelta(seconds=30), Mode.LIVE)
-            world.check(BASE + timedelta(seconds=30))
-            world.check(BASE + timedelta(seconds=29))
+        command.upgrade(alembic_config(connection), "head")
+        assert {row[2] for row in _buckets(connection)} == {"month", "day", "hour", "minute"}
+        for minutes in (-201, -100, -3, 0, 1, 99, 250):
+            for seconds in (0, 30, 59):
+                world.check(BASE + timedelta(minutes=minutes, seconds=seconds))
+        world.check(17)  # exactly an entry's available_at
+        world.disputes("txn_b", 0)  # the new triggers move the minute rows too
+        world.entry("pa_one", "txn_c", 555, BASE + timedelta(seconds=30), Mode.LIVE)
+        world.check(BASE + timedelta(seconds=30))
+        world.check(BASE + timedelta(seconds=29))
 
-            command.downgrade(alembic_config(connection), "0004_balance_buckets")
-            world.disputes("txn_b", 2)  # undo the two changes made at head, with 0004's triggers
-            world.entry("pa_one", "txn_c", -555, BASE + timedelta(seconds=30), Mode.LIVE)
-            restored = [row for row in _buckets(connection) if row[4] or row[5]]
-            assert restored == [row for row in kept_by_0004 if row[4] or row[5]]
-            transaction.rollback()
-    finally:
-        engine.dispose()
+        command.downgrade(alembic_config(connection), "0004_balance_buckets")
+        world.disputes("txn_b", 2)  # undo the two changes made at head, with 0004's triggers
+        world.entry("pa_one", "txn_c", -555, BASE + timedelta(seconds=30), Mode.LIVE)
+        restored = [row for row in _buckets(connection) if row[4] or row[5]]
+        assert restored == [row for row in kept_by_0004 if row[4] or row[5]]
 
 
 def test_migration_0018_moves_held_reversals_to_the_open_column_and_its_downgrade_back(
@@ -400,35 +393,28 @@ def test_migration_0018_moves_held_reversals_to_the_open_column_and_its_downgrad
     balance when a dispute opened (probe T). On a ledger kept by 0005's triggers, 0018 moves the
     reversals of the payments held now (not those a payout holds) into the open column, its
     triggers keep them there, and going back to 0017 restores the rows 0017 had kept."""
-    engine = create_store_engine(normalise_url(empty_database_url))
-    try:
-        with engine.connect() as connection:
-            transaction = connection.begin()
-            command.upgrade(alembic_config(connection), "0017_event_lists")
-            world = History(connection)
-            world.mixed_ledger(lambda n: BASE + timedelta(hours=n - 30, minutes=n))  # txn_b is held
-            for n, payment_id in enumerate(("txn_b", "txn_b", "txn_a", "txn_b", "txn_b")):
-                world.entry(AFFILIATES[n % 2], payment_id, -(50 + n), BASE + timedelta(hours=n), Mode.LIVE)
-            world.item(len(world.entries) - 1, active=True)  # the last reversal is in a payout
-            kept_by_0017 = _buckets(connection)
-            held_by_0017 = projected_sums(connection, "pa_one", Mode.LIVE, BASE)[EntryStatus.HELD]
+    with migrated_to(empty_database_url, "0017_event_lists") as connection:
+        world = History(connection)
+        world.mixed_ledger(lambda n: BASE + timedelta(hours=n - 30, minutes=n))  # txn_b is held
+        for n, payment_id in enumerate(("txn_b", "txn_b", "txn_a", "txn_b", "txn_b")):
+            world.entry(AFFILIATES[n % 2], payment_id, -(50 + n), BASE + timedelta(hours=n), Mode.LIVE)
+        world.item(len(world.entries) - 1, active=True)  # the last reversal is in a payout
+        kept_by_0017 = _buckets(connection)
+        held_by_0017 = projected_sums(connection, "pa_one", Mode.LIVE, BASE)[EntryStatus.HELD]
 
-            command.upgrade(alembic_config(connection), "head")
-            for hours in (-40, -1, 0, 2, 5, 30):
-                world.check(BASE + timedelta(hours=hours, minutes=7))
-            # pa_one's held reversals of txn_b (-50 and -54, the latter in a payout) : -50 left
-            held = projected_sums(connection, "pa_one", Mode.LIVE, BASE)[EntryStatus.HELD]
-            assert held == held_by_0017 + 50
-            world.disputes("txn_b", 0)  # 0018's triggers move only the positive entries back
-            world.disputes("txn_b", 1)
-            world.entry("pa_one", "txn_b", -70, BASE + timedelta(minutes=3), Mode.LIVE)  # stays open
-            world.check(BASE + timedelta(minutes=5))
+        command.upgrade(alembic_config(connection), "head")
+        for hours in (-40, -1, 0, 2, 5, 30):
+            world.check(BASE + timedelta(hours=hours, minutes=7))
+        # pa_one's held reversals of txn_b (-50 and -54, the latter in a payout) : -50 left
+        held = projected_sums(connection, "pa_one", Mode.LIVE, BASE)[EntryStatus.HELD]
+        assert held == held_by_0017 + 50
+        world.disputes("txn_b", 0)  # 0018's triggers move only the positive entries back
+        world.disputes("txn_b", 1)
+        world.entry("pa_one", "txn_b", -70, BASE + timedelta(minutes=3), Mode.LIVE)  # stays open
+        world.check(BASE + timedelta(minutes=5))
 
-            command.downgrade(alembic_config(connection), "0017_event_lists")
-            world.disputes("txn_b", 2)  # undo the changes made at head, with 0017's triggers
-            world.entry("pa_one", "txn_b", 70, BASE + timedelta(minutes=3), Mode.LIVE)
-            restored = [row for row in _buckets(connection) if row[4] or row[5]]
-            assert restored == [row for row in kept_by_0017 if row[4] or row[5]]
-            transaction.rollback()
-    finally:
-        engine.dispose()
+        command.downgrade(alembic_config(connection), "0017_event_lists")
+        world.disputes("txn_b", 2)  # undo the changes made at head, with 0017's triggers
+        world.entry("pa_one", "txn_b", 70, BASE + timedelta(minutes=3), Mode.LIVE)
+        restored = [row for row in _buckets(connection) if row[4] or row[5]]
+        assert restored == [row for row in kept_by_0017 if row[4] or row[5]]
