@@ -179,7 +179,7 @@ def _require_plain_body(request: Request) -> None:
         encoding.strip(" \t").lower() != "identity" or repeated(request, b"content-encoding")
     ):
         raise InvalidJson("Send the body as it is, without a Content-Encoding: refcore decompresses nothing")
-    if header(request, b"content-type") is not None and repeated(request, b"content-type"):
+    if repeated(request, b"content-type"):
         raise InvalidJson("Send one Content-Type header; this request has several")
 
 

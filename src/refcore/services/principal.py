@@ -21,7 +21,7 @@ def _mode(value: object) -> Mode:
     """A mode from its member or its string (``"live"``), as every enumeration argument takes:
     a hand-built ``Scope(app_id, "live")`` had been stored as such on the memory store, and
     raised ``AttributeError`` on an SQL store (probe R). Anything else is ``validation_error``."""
-    return value if isinstance(value, Mode) else require_choice(value, Mode, param="mode")
+    return require_choice(value, Mode, param="mode")
 
 
 def _optional_mode(value: object) -> Mode | None:
@@ -29,8 +29,6 @@ def _optional_mode(value: object) -> Mode | None:
 
 
 def _kind(value: object) -> PrincipalKind:
-    if isinstance(value, PrincipalKind):
-        return value
     return require_choice(value, PrincipalKind, param="kind")
 
 

@@ -77,8 +77,6 @@ class ProcessorRefund:
 def _dispute_status(value: object) -> DisputeStatus:
     """A status from its member or its string (``"opened"``), as enumeration arguments take;
     ``validation_error`` for anything else (probe R: ``AttributeError`` when recorded)."""
-    if isinstance(value, DisputeStatus):
-        return value
     return require_choice(value, DisputeStatus, param="status")
 
 
