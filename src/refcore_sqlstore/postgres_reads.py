@@ -21,6 +21,10 @@ inside the transaction, and a key lookup is one round trip instead of three.
 
 from __future__ import annotations
 
+from types import TracebackType
+from typing import Self
+
+from refcore_sqlstore import postgres_round_trips
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork
 
 
@@ -29,3 +33,32 @@ class PostgresReadUnitOfWork(SqlUnitOfWork):
 
     read_only = True
     begins_read_only = True
+
+
+class PostgresSnapshotUnitOfWork(PostgresReadUnitOfWork):
+    """Implements :class:`refcore.ports.UnitOfWork` for ``Runtime.read(snapshot=True)``: one
+    ``REPEATABLE READ READ ONLY`` transaction, so that every statement sees the database as of
+    the first (as every read does on SQLite), for an answer whose figures several statements
+    read and must agree: an overview's totals had each been counted at its own moment.
+
+    Its ``BEGIN`` goes with the first statement (:func:`postgres_round_trips.begin_snapshot`)
+    and it ends in ``COMMIT``, which keeps the connection's prepared statements (a rollback
+    would drop them, see above): one round trip more than a read of each statement on its own.
+    A read-only transaction at this level never fails for a concurrent write."""
+
+    def __enter__(self) -> Self:
+        super().__enter__()
+        postgres_round_trips.begin_snapshot(self._require_connection())
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is None and self._connection is not None:
+                self.commit()
+        finally:
+            super().__exit__(exc_type, exc, tb)

@@ -76,6 +76,9 @@ _PENDING = "refcore_deferred_writes"
 #: A transaction's start as psycopg would send it at refcore's isolation level, stated so that
 #: a server whose ``default_transaction_isolation`` differs changes nothing.
 _BEGIN: Deferred = ("BEGIN ISOLATION LEVEL READ COMMITTED", None, False)
+#: A snapshot read's start (:class:`refcore_sqlstore.postgres_reads.PostgresSnapshotUnitOfWork`):
+#: every statement after it sees the database as of its first.
+_SNAPSHOT_BEGIN: Deferred = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", None, False)
 
 
 def defer(connection: Connection, sql: str, parameters: Any, *, many: bool) -> None:
@@ -111,7 +114,7 @@ def in_transaction(connection: Connection) -> bool:
     """Whether the connection's statements run inside a transaction: one the server has begun,
     or one whose ``BEGIN`` waits to go with the next statement."""
     pending: list[Deferred] | None = connection.info.get(_PENDING)
-    return (pending is not None and _BEGIN in pending) or (
+    return (pending is not None and (_BEGIN in pending or _SNAPSHOT_BEGIN in pending)) or (
         _driver(connection).info.transaction_status != psycopg.pq.TransactionStatus.IDLE
     )
 
@@ -176,7 +179,7 @@ def _commit_with_deferred_writes(connection: Connection) -> None:
     ``commit`` that SQLAlchemy calls next finds no transaction open (psycopg reads the state
     from the server's answers) and sends nothing."""
     pending: list[Deferred] | None = connection.info.pop(_PENDING, None)
-    if pending == [_BEGIN]:
+    if pending == [_BEGIN] or pending == [_SNAPSHOT_BEGIN]:
         return  # the transaction never reached the server: there is nothing to end
     if pending:
         driver = _driver(connection)
@@ -213,6 +216,14 @@ def _defer_begin(connection: Connection) -> None:
     begins on the server with its first statement, unless it is a read's (:data:`READ_ONLY_BEGIN`)."""
     if not READ_ONLY_BEGIN.get():
         defer(connection, *_BEGIN[:2], many=False)
+
+
+def begin_snapshot(connection: Connection) -> None:
+    """Begin a read-only transaction that sees one moment on ``connection``, on which SQLAlchemy's
+    transaction has begun as a read's (none on the server): its ``BEGIN`` goes with the first
+    statement, whose start is the moment every later statement sees. A snapshot read that sends
+    nothing never reaches the server."""
+    defer(connection, *_SNAPSHOT_BEGIN[:2], many=False)
 
 
 def begin_in_autocommit(connection: Connection) -> None:

@@ -27,7 +27,7 @@ from refcore_sqlstore.group_commit import existing_group_commit, group_commit
 from refcore_sqlstore.kept_connections import KeptConnections, idle_connections_for
 from refcore_sqlstore.migrate import schema_is_behind, schema_is_current, upgrade_to_head
 from refcore_sqlstore.outbox import SqlOutbox
-from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork
+from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork, PostgresSnapshotUnitOfWork
 from refcore_sqlstore.rate_limit_pruning import prune_rate_limit_counters
 from refcore_sqlstore.sealed_secrets import SqlSealedSecrets
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
@@ -105,6 +105,14 @@ class SqlStore:
             return ReadOnlyUnitOfWork(self._engine, self._kept)
         return PostgresReadUnitOfWork(self._engine, self._kept)
 
+    def snapshot_unit_of_work(self) -> SqlUnitOfWork:
+        """A unit of work for reads whose statements must all see one moment: SQLite's read
+        units of work already do (a WAL snapshot from the first read); on PostgreSQL one
+        ``REPEATABLE READ READ ONLY`` transaction (:class:`.postgres_reads.PostgresSnapshotUnitOfWork`)."""
+        if self.dialect == "sqlite":
+            return ReadOnlyUnitOfWork(self._engine, self._kept)
+        return PostgresSnapshotUnitOfWork(self._engine, self._kept)
+
     def _write_batch(self) -> AbstractContextManager[None]:
         """SQLite's :meth:`GroupCommit.batch <refcore_sqlstore.group_commit.GroupCommit.batch>`."""
         turns = group_commit(self._engine)
@@ -117,6 +125,7 @@ class SqlStore:
         return Runtime(
             unit_of_work=self.unit_of_work,
             read_unit_of_work=self.read_unit_of_work,
+            snapshot_unit_of_work=self.snapshot_unit_of_work,
             # PostgreSQL begins a transaction with its first statement; SQLite's writers queue.
             reads_join_writes=self.dialect == "postgresql",
             write_batch=self._write_batch if self.dialect == "sqlite" else None,

@@ -23,7 +23,7 @@ from attrs import evolve
 from sqlalchemy import event
 
 from refcore.clocks import ManualClock
-from refcore.errors import ConcurrentWrite, Unauthenticated
+from refcore.errors import ConcurrentWrite, InternalError, Unauthenticated
 from refcore.models import EventType, Mode, User
 from refcore.ports.lookups import Lookup
 from refcore.ports.unit_of_work import UnitOfWork
@@ -317,6 +317,44 @@ def test_a_unit_of_work_that_sends_nothing_never_reaches_the_server(store: SqlSt
 
     assert round_trips(messages) == 0
     assert not sent(messages, "Parse") and not sent(messages, "Query")
+
+
+def test_a_snapshot_read_sends_its_begin_with_its_first_statement_and_ends_in_commit(store: SqlStore) -> None:
+    """``Runtime.read(snapshot=True)``: one ``REPEATABLE READ READ ONLY`` transaction, whose
+    ``BEGIN`` costs no round trip and whose ``COMMIT`` (not a rollback, which would drop the
+    connection's prepared statements) costs one; a balance's plan setting is put back in it."""
+    stored(store, 1)
+    driver = _driver(store)
+    with traced(driver) as messages, store.snapshot_unit_of_work() as uow:
+        assert uow.users.get("usr_1") == user(1)
+        assert uow.users.get("usr_2") is None
+        uow.ledger().status_sums("aff_0", Mode.LIVE, NOW)
+
+    assert parsed(messages)[:3] == ["BEGIN", "SELECT", "SELECT"]
+    assert "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" in "".join(sent(messages, "Parse"))
+    assert round_trips(messages) == 4  # BEGIN with the first SELECT, the second, the balance, COMMIT
+    assert "COMMIT" in "".join(sent(messages, "Parse") + sent(messages, "Query"))
+    assert "ROLLBACK" not in "".join(messages)
+    assert statuses(messages)[-1] == "I"  # nothing left open on the connection
+    with store._engine.connect() as connection:  # the pool's one connection, back as it was
+        assert connection.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+
+
+def test_a_snapshot_read_is_repeatable_read_read_only_and_refuses_writes(store: SqlStore) -> None:
+    with store.snapshot_unit_of_work() as uow:
+        connection = uow._require_connection()
+        assert connection.exec_driver_sql("SHOW transaction_isolation").scalar() == "repeatable read"
+        assert connection.exec_driver_sql("SHOW transaction_read_only").scalar() == "on"
+        with pytest.raises(InternalError):
+            uow.users.add(user(1))
+    assert count(store, "users") == 0
+
+
+def test_a_snapshot_read_that_sends_nothing_never_reaches_the_server(store: SqlStore) -> None:
+    with traced(_driver(store)) as messages, store.snapshot_unit_of_work():
+        pass
+
+    assert round_trips(messages) == 0
 
 
 def test_writes_after_a_commit_begin_a_new_transaction(store: SqlStore) -> None:

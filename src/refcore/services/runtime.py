@@ -258,6 +258,10 @@ class Runtime:
     #: Units of work for :meth:`read`, when the store has a cheaper read-only kind (SQLite
     #: begins them without taking the write lock); ``None`` uses ``unit_of_work``.
     read_unit_of_work: UnitOfWorkFactory | None = None
+    #: Units of work for :meth:`read` with ``snapshot=True``, when the store's read units of work
+    #: do not already see one moment (PostgreSQL's read each statement's own); ``None`` uses
+    #: ``read_unit_of_work``, then ``unit_of_work``.
+    snapshot_unit_of_work: UnitOfWorkFactory | None = None
     #: Called with the retry's number (0 for the first) before running the work again.
     pause: Callable[[int], None] = pause_before_retry
     #: Whether a read may open the unit of work of the write that follows it
@@ -385,10 +389,18 @@ class Runtime:
         with self.unit_of_work() as uow:
             yield uow
 
-    def read(self, work: Callable[[Tx], T]) -> T:
+    def read(self, work: Callable[[Tx], T], *, snapshot: bool = False) -> T:
         """A read-only unit of work: nothing is committed. Inside :meth:`shared_read`, the
         block's unit of work, with a ``now`` of this read's own; inside :meth:`read_then_write`,
         the unit of work the block's transaction will commit.
+
+        With ``snapshot``, every statement of ``work`` sees the database as of one moment, on
+        every store, in a unit of work of its own (never a block's): for an answer whose figures
+        are read by several statements and must agree with each other (an overview's totals, a
+        CSV of every ready payout, a batch and its payouts). The memory store's and SQLite's
+        reads always see one moment; PostgreSQL's read each statement's own (``READ
+        COMMITTED``, which saves a round trip), so there it begins a ``REPEATABLE READ READ
+        ONLY`` transaction.
 
         A read that fails with :class:`~refcore.errors.ConcurrentWrite` runs again, in a new
         unit of work, if its own ended with the failure (not when a read around it in the same
@@ -398,21 +410,21 @@ class Runtime:
         discarded with the failure; the next run may take another connection prepared before the
         migration too (probe K saw two reads fail after one run again), so one more run was not
         enough."""
-        shared = self._shared_for_read()
+        shared = None if snapshot else self._shared_for_read()
         try:
-            return self._read_in(shared, work)
+            return self._read_in(shared, work, snapshot=snapshot)
         except ConcurrentWrite:
             if shared is not None and shared.holds_unit_of_work:
                 raise
-        return self._read_again(work)
+        return self._read_again(work, snapshot=snapshot)
 
-    def _read_again(self, work: Callable[[Tx], T]) -> T:
+    def _read_again(self, work: Callable[[Tx], T], *, snapshot: bool) -> T:
         """The runs of :meth:`read` after its first failed (kept out of the first run's path)."""
         for retry in range(_ATTEMPTS - 1):
             self.pause(retry)
-            shared = self._shared_for_read()
+            shared = None if snapshot else self._shared_for_read()
             try:
-                return self._read_in(shared, work)
+                return self._read_in(shared, work, snapshot=snapshot)
             except ConcurrentWrite:
                 if retry == _ATTEMPTS - 2 or (shared is not None and shared.holds_unit_of_work):
                     raise
@@ -426,12 +438,14 @@ class Runtime:
         shared = _SHARED_READ.get()
         return shared if shared is not None and shared.runtime is self else None
 
-    def _read_in(self, shared: _SharedRead | None, work: Callable[[Tx], T]) -> T:
+    def _read_in(self, shared: _SharedRead | None, work: Callable[[Tx], T], *, snapshot: bool = False) -> T:
         opened: AbstractContextManager[UnitOfWork]
         if isinstance(shared, _SharedWrite):
             opened = shared.reading(self.unit_of_work)
         elif shared is not None:
             opened = shared.reading(self.read_unit_of_work or self.unit_of_work)
+        elif snapshot:
+            opened = (self.snapshot_unit_of_work or self.read_unit_of_work or self.unit_of_work)()
         else:
             opened = (self.read_unit_of_work or self.unit_of_work)()
         with opened as uow:
