@@ -136,13 +136,13 @@ async def handle(
             reply = await _pipeline(request, endpoint, context)
         response = _render(reply)
     except RefcoreError as exc:
+        logged_as = None
         if isinstance(exc, InternalError):
             # The store's own failures (``database_errors``) carry their cause for this log only.
-            log_unhandled(endpoint.method, endpoint.path, exc)
-        response = refcore_error_response(exc)
+            logged_as = log_unhandled(endpoint.method, endpoint.path, exc)
+        response = refcore_error_response(exc, logged_as=logged_as)
     except Exception as exc:
-        log_unhandled(endpoint.method, endpoint.path, exc)
-        response = internal_error_response()
+        response = internal_error_response(log_unhandled(endpoint.method, endpoint.path, exc))
     if endpoint.cors:
         response.raw_headers += cors_headers(
             context.settings.cors_allow_origin, preflight_methods=preflight_methods

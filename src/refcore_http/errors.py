@@ -8,6 +8,7 @@ exception's text and traceback go to the server log, never to the client.
 from __future__ import annotations
 
 import logging
+import secrets
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -66,16 +67,21 @@ def writable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def refcore_error_response(exc: RefcoreError) -> JsonResponse:
+def refcore_error_response(exc: RefcoreError, *, logged_as: str | None = None) -> JsonResponse:
+    """``exc`` in the envelope; ``logged_as``: the reference of the log line an ``internal_error``
+    was written to (:func:`log_unhandled`), which the message then names."""
     status = STATUS_OF_KIND[exc.kind]
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if isinstance(exc, RateLimited) and exc.retry_after_seconds is not None:
         headers = {"Retry-After": str(exc.retry_after_seconds)}
-    return error_response(status, exc.code, exc.message, param=exc.param, headers=headers)
+    message = exc.message if logged_as is None else f"{exc.message} (logged as {logged_as})"
+    return error_response(status, exc.code, message, param=exc.param, headers=headers)
 
 
-def internal_error_response() -> JsonResponse:
-    return error_response(500, "internal_error", "An unexpected error occurred; it has been logged")
+def internal_error_response(logged_as: str) -> JsonResponse:
+    return error_response(
+        500, "internal_error", f"An unexpected error occurred; it has been logged as {logged_as}"
+    )
 
 
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
@@ -105,13 +111,16 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(exc.detail), headers=headers)
 
 
-def log_unhandled(method: str, path: str, exc: BaseException) -> None:
+def log_unhandled(method: str, path: str, exc: BaseException) -> str:
     """The server log's one line (and traceback) for an error no catalog entry answers; the
-    client sees only ``internal_error``."""
-    log.error("Unhandled error in %s %s", method, path, exc_info=exc)
+    client sees only ``internal_error``, with the reference returned here (``err_`` and 16 hex
+    digits, random), which the line carries too: an operator finds the line a client quotes
+    among the server's, where "it has been logged" had left them to match it by the minute."""
+    reference = f"err_{secrets.token_hex(8)}"
+    log.error("Unhandled error in %s %s, logged as %s", method, path, reference, exc_info=exc)
+    return reference
 
 
 async def unhandled_exception_handler(request: Request, exc: Exception) -> Response:
     """Last resort for anything that escaped the endpoint dispatcher (which handles its own)."""
-    log_unhandled(request.method, request.url.path, exc)
-    return internal_error_response()
+    return internal_error_response(log_unhandled(request.method, request.url.path, exc))

@@ -67,6 +67,28 @@ def test_an_unexpected_exception_is_a_500_without_internals(
     assert any("hunter2" in (r.exc_text or "") or r.exc_info for r in caplog.records)  # logged, not sent
 
 
+def test_a_500_names_the_log_line_it_was_written_to_and_each_has_its_own(
+    runtime: Runtime, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ "It has been logged" left an operator to find a client's failure among the server's lines
+    by the minute; the answer names a reference that the one log line carries."""
+    boom = Endpoint("GET", "/v1/boom", "Fails", _explode, PUBLIC, returns("Index"))
+    client = Client(create_app(runtime, settings, extra=(boom,)))
+    references = []
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger="refcore_http"):
+            message = expect(client.get("/v1/boom"), 500, "internal_error")["error"]["message"]
+        found = re.fullmatch(
+            r"An unexpected error occurred; it has been logged as (err_[0-9a-f]{16})", message
+        )
+        assert found is not None, message
+        [record] = [r for r in caplog.records if r.exc_info]
+        assert record.getMessage() == f"Unhandled error in GET /v1/boom, logged as {found[1]}"
+        references.append(found[1])
+    assert references[0] != references[1]
+
+
 def test_a_failing_service_is_a_500_and_nothing_more(
     client: Client, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,13 +195,16 @@ def test_an_internal_error_a_store_raises_is_logged_with_its_cause(
     client = Client(create_app(runtime, settings, extra=(failing,)))
     with caplog.at_level(logging.ERROR, logger="refcore_http"):
         response = client.get("/v1/store-failure")
-    assert (
-        expect(response, 500, "internal_error")["error"]["message"]
-        == "The database could not complete the operation"
+    message = expect(response, 500, "internal_error")["error"]["message"]
+    found = re.fullmatch(
+        r"The database could not complete the operation \(logged as (err_[0-9a-f]{16})\)", message
     )
+    assert found is not None, message
     assert "deadlock" not in response.text
     logged = [r for r in caplog.records if r.exc_info]
-    assert logged and "/v1/store-failure" in logged[0].getMessage()
+    assert (
+        logged and logged[0].getMessage() == f"Unhandled error in GET /v1/store-failure, logged as {found[1]}"
+    )
     assert "deadlock on index page 7" in caplog.text
 
 
