@@ -76,7 +76,12 @@ def _snapshots_opened(runtime: Runtime) -> tuple[Runtime, list[str]]:
     return evolve(runtime, snapshot_unit_of_work=open_counted), opened
 
 
-def test_snapshot_read_has_a_unit_of_work_of_its_own_inside_a_shared_read(runtime: Runtime) -> None:
+def test_snapshot_read_has_a_unit_of_work_of_its_own_and_ends_a_shared_reads_idle_one_first(
+    runtime: Runtime,
+) -> None:
+    """Never the block's unit of work, which saw each statement's moment; and never beside it,
+    which held two of the pool's connections a thread (a keyed ``GET``: the key's read, then
+    its snapshot)."""
     with_snapshots, snapshots = _snapshots_opened(runtime)
     rt, reads, _ = counted(with_snapshots)
     organization = rt.transaction(add_organization("Shared"))
@@ -84,9 +89,12 @@ def test_snapshot_read_has_a_unit_of_work_of_its_own_inside_a_shared_read(runtim
     with rt.shared_read():
         assert rt.read(find_organization(organization.id)) == organization
         assert rt.read(find_organization(organization.id), snapshot=True) == organization
-        assert snapshots == ["open", "end"]  # not the block's, which is still open
-        assert reads == ["open"]
-    assert reads == ["open", "end"]
+        assert (reads, snapshots) == (["open", "end"], ["open", "end"])
+        assert rt.read(find_organization(organization.id)) == organization  # the block opens another
+        # Inside a read of the block, whose unit of work is in use, the snapshot opens beside it.
+        assert rt.read(lambda tx: rt.read(find_organization(organization.id), snapshot=True)) == organization
+        assert (reads, snapshots) == (["open", "end", "open"], ["open", "end"] * 2)
+    assert reads == ["open", "end"] * 2
 
 
 def test_snapshot_read_is_what_the_overview_the_ready_payouts_and_a_batch_are_read_in(

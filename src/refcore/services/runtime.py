@@ -91,6 +91,12 @@ class _SharedRead:
         """Whether the block's unit of work is open (a read of it is still running)."""
         return self._uow is not None
 
+    @property
+    def reading_now(self) -> bool:
+        """Whether a read of the block is running: a transaction started inside a read's work
+        must not commit and end the unit of work that read is still using."""
+        return self._running > 0
+
     def end(self) -> None:
         """End the unit of work once no read uses it (a write committed: later reads must see it)."""
         self._ending = True
@@ -126,12 +132,6 @@ class _SharedWrite(_SharedRead):
         self.open = True
         #: What the block's units of work must answer (:meth:`Runtime.check_with_first_read`).
         self.check: FirstReadCheck | None = None
-
-    @property
-    def reading_now(self) -> bool:
-        """Whether a read of the block is running: a transaction started inside a read's work
-        must not commit and end the unit of work that read is still using."""
-        return self._running > 0
 
     @contextmanager
     def writing(self) -> Iterator[UnitOfWork | None]:
@@ -395,9 +395,10 @@ class Runtime:
         the unit of work the block's transaction will commit.
 
         With ``snapshot``, every statement of ``work`` sees the database as of one moment, on
-        every store, in a unit of work of its own (never a block's): for an answer whose figures
-        are read by several statements and must agree with each other (an overview's totals, a
-        CSV of every ready payout, a batch and its payouts). The memory store's and SQLite's
+        every store, in a unit of work of its own (never a block's, whose idle one ends first, so
+        that a thread holds one connection at a time): for an answer whose figures are read by
+        several statements and must agree with each other (an overview's totals, a CSV of every
+        ready payout, a batch and its payouts). The memory store's and SQLite's
         reads always see one moment; PostgreSQL's read each statement's own (``READ
         COMMITTED``, which saves a round trip), so there it begins a ``REPEATABLE READ READ
         ONLY`` transaction.
@@ -410,13 +411,25 @@ class Runtime:
         discarded with the failure; the next run may take another connection prepared before the
         migration too (probe K saw two reads fail after one run again), so one more run was not
         enough."""
-        shared = None if snapshot else self._shared_for_read()
+        shared = self._shared_for_read()
+        if snapshot:
+            self._end_idle(shared)
+            shared = None
         try:
             return self._read_in(shared, work, snapshot=snapshot)
         except ConcurrentWrite:
             if shared is not None and shared.holds_unit_of_work:
                 raise
         return self._read_again(work, snapshot=snapshot)
+
+    @staticmethod
+    def _end_idle(shared: _SharedRead | None) -> None:
+        """End the block's unit of work before a snapshot read opens its own, when no read of
+        the block is using it (the block's next read opens another): otherwise a keyed ``GET``
+        held two of the pool's connections at once, its key's and its snapshot's, and with a
+        pool of one waited out the pool's timeout."""
+        if shared is not None and shared.holds_unit_of_work and not shared.reading_now:
+            shared.end()
 
     def _read_again(self, work: Callable[[Tx], T], *, snapshot: bool) -> T:
         """The runs of :meth:`read` after its first failed (kept out of the first run's path)."""
