@@ -125,7 +125,8 @@ class SqlStore:
         return Runtime(
             unit_of_work=self.unit_of_work,
             read_unit_of_work=self.read_unit_of_work,
-            snapshot_unit_of_work=self.snapshot_unit_of_work,
+            # SQLite's reads, a block's included, are WAL snapshots already.
+            snapshot_unit_of_work=self.snapshot_unit_of_work if self.dialect == "postgresql" else None,
             # PostgreSQL begins a transaction with its first statement; SQLite's writers queue.
             reads_join_writes=self.dialect == "postgresql",
             write_batch=self._write_batch if self.dialect == "sqlite" else None,

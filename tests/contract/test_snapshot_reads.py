@@ -64,7 +64,9 @@ def test_snapshot_read_statements_after_another_threads_commit_still_see_the_fir
 
 
 def _snapshots_opened(runtime: Runtime) -> tuple[Runtime, list[str]]:
-    """The runtime with its snapshot reads recorded (and only those)."""
+    """The runtime with snapshot units of work that are recorded (and only those): the store's
+    own, or, where its reads are snapshots already (no factory of its own), its read units of
+    work, so that what a snapshot read does is seen on every store."""
     opened: list[str] = []
     own: UnitOfWorkFactory = (
         runtime.snapshot_unit_of_work or runtime.read_unit_of_work or runtime.unit_of_work
@@ -95,6 +97,20 @@ def test_snapshot_read_has_a_unit_of_work_of_its_own_and_ends_a_shared_reads_idl
         assert rt.read(lambda tx: rt.read(find_organization(organization.id), snapshot=True)) == organization
         assert (reads, snapshots) == (["open", "end", "open"], ["open", "end"] * 2)
     assert reads == ["open", "end"] * 2
+
+
+def test_snapshot_read_on_a_store_whose_reads_are_snapshots_already_is_a_plain_read(
+    runtime: Runtime,
+) -> None:
+    """SQLite's and the memory store's reads, a shared block's included, see one moment: there a
+    snapshot read joins the block like any read, and costs no unit of work of its own."""
+    rt, reads, _ = counted(runtime)
+    organization = rt.transaction(add_organization("Plain"))
+    with rt.shared_read():
+        assert rt.read(find_organization(organization.id)) == organization
+        assert rt.read(find_organization(organization.id), snapshot=True) == organization
+        own_snapshots = runtime.snapshot_unit_of_work is not None  # PostgreSQL's
+        assert reads == (["open", "end"] if own_snapshots else ["open"])
 
 
 def test_snapshot_read_is_what_the_overview_the_ready_payouts_and_a_batch_are_read_in(

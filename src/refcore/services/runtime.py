@@ -258,9 +258,9 @@ class Runtime:
     #: Units of work for :meth:`read`, when the store has a cheaper read-only kind (SQLite
     #: begins them without taking the write lock); ``None`` uses ``unit_of_work``.
     read_unit_of_work: UnitOfWorkFactory | None = None
-    #: Units of work for :meth:`read` with ``snapshot=True``, when the store's read units of work
-    #: do not already see one moment (PostgreSQL's read each statement's own); ``None`` uses
-    #: ``read_unit_of_work``, then ``unit_of_work``.
+    #: Units of work for :meth:`read` with ``snapshot=True``, where the store's read units of work
+    #: do not already see one moment (PostgreSQL's read each statement's own); ``None`` where they
+    #: do (SQLite's, the memory store's), and ``snapshot`` then changes nothing.
     snapshot_unit_of_work: UnitOfWorkFactory | None = None
     #: Called with the retry's number (0 for the first) before running the work again.
     pause: Callable[[int], None] = pause_before_retry
@@ -395,13 +395,13 @@ class Runtime:
         the unit of work the block's transaction will commit.
 
         With ``snapshot``, every statement of ``work`` sees the database as of one moment, on
-        every store, in a unit of work of its own (never a block's, whose idle one ends first, so
-        that a thread holds one connection at a time): for an answer whose figures are read by
-        several statements and must agree with each other (an overview's totals, a CSV of every
-        ready payout, a batch and its payouts). The memory store's and SQLite's
-        reads always see one moment; PostgreSQL's read each statement's own (``READ
-        COMMITTED``, which saves a round trip), so there it begins a ``REPEATABLE READ READ
-        ONLY`` transaction.
+        every store: for an answer whose figures are read by several statements and must agree
+        with each other (an overview's totals, a CSV of every ready payout, a batch and its
+        payouts). The memory store's and SQLite's reads always do, a block's included, and
+        ``snapshot`` changes nothing there. PostgreSQL's read each statement's own (``READ
+        COMMITTED``, which saves a round trip), so there the work runs in a ``REPEATABLE READ
+        READ ONLY`` transaction (:attr:`snapshot_unit_of_work`) of its own, never in a block's,
+        whose idle unit of work ends first, so that a thread holds one connection at a time.
 
         A read that fails with :class:`~refcore.errors.ConcurrentWrite` runs again, in a new
         unit of work, if its own ended with the failure (not when a read around it in the same
@@ -412,6 +412,7 @@ class Runtime:
         migration too (probe K saw two reads fail after one run again), so one more run was not
         enough."""
         shared = self._shared_for_read()
+        snapshot = snapshot and self.snapshot_unit_of_work is not None
         if snapshot:
             self._end_idle(shared)
             shared = None
@@ -457,8 +458,8 @@ class Runtime:
             opened = shared.reading(self.unit_of_work)
         elif shared is not None:
             opened = shared.reading(self.read_unit_of_work or self.unit_of_work)
-        elif snapshot:
-            opened = (self.snapshot_unit_of_work or self.read_unit_of_work or self.unit_of_work)()
+        elif snapshot and self.snapshot_unit_of_work is not None:
+            opened = self.snapshot_unit_of_work()
         else:
             opened = (self.read_unit_of_work or self.unit_of_work)()
         with opened as uow:
