@@ -196,3 +196,17 @@ def test_a_verified_delivery_logs_no_refusal(
     body = _body(installation, clock)
     expect(post_event(client, body, payloads.sign(body, installation.secret, clock.now())), 200)
     assert [r for r in warnings.records if r.name == LOGGER and r.levelno >= logging.WARNING] == []
+
+
+def test_an_unverified_account_of_a_megabyte_logs_its_first_64_characters_and_its_length(
+    client: Client, clock: ManualClock, installation: Installation, warnings: pytest.LogCaptureFixture
+) -> None:
+    """Anyone may send an event, and the account is logged before anything is verified: one of
+    a megabyte had written a megabyte of log a request (probe V)."""
+    account = "acct_" + "A" * 1_000_000
+    body = _body(installation, clock, account=account)
+    header = payloads.sign(body, installation.secret, clock.now())
+    line = _refusal_line(warnings, post_event(client, body, header))
+    assert "no active connection" in line
+    assert repr(f"{account[:64]}… (1000005 characters)") in line
+    assert len(line) < 300
