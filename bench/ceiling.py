@@ -1,7 +1,8 @@
 """The ceiling: a bare Starlette endpoint returning a small JSON object.
 
 It runs under exactly the uvicorn call ``refcore serve`` makes (:func:`refcore_http.cli.serve`):
-one process, uvicorn's default loop and HTTP implementation, ``proxy_headers=False``,
+one process, uvicorn's default loop, its httptools protocol with refcore's limits on a request's
+head and time (:mod:`refcore_http.http_protocol`), ``proxy_headers=False``,
 ``server_header=False``, refcore's default keep-alive timeout, the same log level and the access
 log off where that level would drop its lines (:func:`refcore_http.logs.access_log_shown`), so
 the ratio to it measures what refcore adds on top of the stack it stands on, nothing else.
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from refcore_http.http_protocol import GuardedHttpToolsProtocol
 from refcore_http.logs import access_log_shown
 from refcore_http.settings import Settings
 
@@ -39,6 +41,7 @@ def main() -> None:
         create_app(),
         host=args.host,
         port=args.port,
+        http=GuardedHttpToolsProtocol,
         proxy_headers=False,
         server_header=False,
         timeout_keep_alive=Settings().keep_alive_seconds,

@@ -77,6 +77,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from refcore_http.app import create_app
+    from refcore_http.http_protocol import GuardedHttpToolsProtocol
     from refcore_http.webhooks.keys import require_secret_key
 
     settings = _settings(args)
@@ -118,6 +119,7 @@ def serve(args: argparse.Namespace) -> int:
             app,
             host=settings.host,
             port=settings.port,
+            http=GuardedHttpToolsProtocol,
             proxy_headers=False,
             server_header=False,
             timeout_keep_alive=settings.keep_alive_seconds,

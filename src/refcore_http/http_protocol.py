@@ -1,0 +1,118 @@
+"""uvicorn's httptools protocol with the two limits on a client's request that uvicorn lacks.
+
+uvicorn closes a connection that stays idle after a response (``timeout_keep_alive``), and
+nothing else: a connection that never sends a request, or sends one slowly, stays open for good,
+and httptools gathers a request's head however long it grows. One client without a key had used
+every file descriptor of the server with 20,000 silent connections, taken its memory from 339 MB
+to 3.78 GB in ten seconds with thirty requests whose heads never ended, and stalled every other
+client for seconds with one header value of 300 MiB, which httptools gathers by concatenation
+(probe V). :class:`GuardedHttpToolsProtocol` adds:
+
+- **A request's head is at most** :data:`MAX_HEAD_BYTES`. Counted as it arrives, before the
+  parser gathers it; a longer one is answered ``400 validation_error`` and its connection closed.
+- **Deadlines.** A new connection that sends nothing is closed after the keep-alive timeout, as an
+  idle one is after a response (``REFCORE_KEEP_ALIVE_SECONDS`` now means what it says); a
+  request, once its first byte arrived, must have arrived whole (head and body) within
+  :data:`REQUEST_SECONDS`, or its connection is closed. Once received, a request takes as long
+  as its answer takes. One timer a server checks every connection's deadline each
+  :data:`SWEEP_SECONDS`, rather than a timer a request: a capture costs two attribute writes.
+
+The number of connections is not bounded here: behind a load balancer it bounds them, and a
+server facing clients directly should have a proxy in front that does (docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+from refcore_http.errors import error_response
+
+#: The most bytes a request's line and headers may take (nginx allows 32 KiB of headers by
+#: default, Node.js 16 KiB): what browsers and HTTP clients send is a small part of it.
+MAX_HEAD_BYTES = 64 * 1024
+#: How long a client may take to send a whole request, from its first byte.
+REQUEST_SECONDS = 30.0
+#: How often the deadlines are checked: a connection past its deadline closes within this.
+SWEEP_SECONDS = 1.0
+
+#: Servers whose connections a sweep checks already (one sweep each).
+_SWEPT: weakref.WeakSet[ServerState] = weakref.WeakSet()
+
+
+def _head_too_large() -> bytes:
+    """The whole answer to a head over the limit, in the error envelope, closing the connection."""
+    body = error_response(
+        400, "validation_error", f"The request line and headers exceed {MAX_HEAD_BYTES} bytes"
+    ).body
+    return b"".join(
+        [
+            b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n",
+            b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body),
+            body,
+        ]
+    )
+
+
+_HEAD_TOO_LARGE = _head_too_large()
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """``refcore serve``'s HTTP protocol (uvicorn's ``http=``); see the module docstring."""
+
+    max_head_bytes = MAX_HEAD_BYTES
+    request_seconds = REQUEST_SECONDS
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        #: Bytes of the current request's head received so far, while it is still arriving.
+        self.head_bytes = 0
+        self.in_head = True
+        self.receiving = False
+        #: When the connection closes unless its request has arrived whole (``None``: no limit).
+        self.deadline: float | None = self.loop.time() + self.timeout_keep_alive
+        if self.server_state not in _SWEPT:
+            _SWEPT.add(self.server_state)
+            self.loop.call_later(SWEEP_SECONDS, _sweep, self.loop, self.server_state)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.receiving:
+            self.receiving = True
+            self.deadline = self.loop.time() + self.request_seconds
+        if self.in_head:
+            room = self.max_head_bytes - self.head_bytes
+            self.head_bytes += len(data)
+            if len(data) > room:
+                # Only what may still belong to the head goes to the parser, which would gather
+                # all of it: if the head has not ended within it, it is too long.
+                if room > 0:
+                    super().data_received(data[:room])
+                if self.in_head or self.transport.is_closing():
+                    if not self.transport.is_closing():
+                        self.transport.write(_HEAD_TOO_LARGE)
+                        self.transport.close()
+                    return
+                data = data[room:]
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self.in_head = False
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self.in_head, self.head_bytes, self.receiving, self.deadline = True, 0, False, None
+
+
+def _sweep(loop: asyncio.AbstractEventLoop, state: ServerState) -> None:
+    """Close every connection of ``state`` past its deadline, then check again later."""
+    now = loop.time()
+    for protocol in list(state.connections):
+        deadline: Any = getattr(protocol, "deadline", None)
+        if deadline is not None and deadline <= now and not protocol.transport.is_closing():
+            protocol.transport.close()
+    loop.call_later(SWEEP_SECONDS, _sweep, loop, state)

@@ -1,0 +1,173 @@
+"""``refcore serve``'s HTTP protocol: a request's head is bounded, and so is the time a client may
+take to send a request (refcore_http.http_protocol; probe V held every file descriptor with silent
+connections and gigabytes of memory with heads that never ended).
+
+Each test runs a real uvicorn server with the protocol, over a real socket, with short limits.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from refcore_http import http_protocol
+from refcore_http.http_protocol import GuardedHttpToolsProtocol
+
+HEAD_LIMIT = 4096
+REQUEST_SECONDS = 0.5
+KEEP_ALIVE_SECONDS = 1
+#: Longer than any deadline of these tests, plus the sweep: a socket still open then was kept.
+WAIT_SECONDS = 5.0
+
+
+class _ShortLimits(GuardedHttpToolsProtocol):
+    max_head_bytes = HEAD_LIMIT
+    request_seconds = REQUEST_SECONDS
+
+
+async def _echo(request: Request) -> JSONResponse:
+    body = await request.body()
+    return JSONResponse({"bytes": len(body)})
+
+
+@pytest.fixture
+def port(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    monkeypatch.setattr(http_protocol, "SWEEP_SECONDS", 0.05)
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(
+        Starlette(routes=[Route("/echo", _echo, methods=["GET", "POST"])]),
+        http=_ShortLimits,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        log_level="critical",
+        lifespan="off",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.started
+    try:
+        yield listening.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(WAIT_SECONDS)
+        listening.close()
+
+
+def _connect(port: int) -> socket.socket:
+    connection = socket.create_connection(("127.0.0.1", port), timeout=WAIT_SECONDS)
+    return connection
+
+
+def _closed_within(connection: socket.socket, seconds: float) -> bytes:
+    """Everything the server sent until it closed the connection; fails if it stays open."""
+    connection.settimeout(seconds)
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    return received
+
+
+def _request(path: str = "/echo", body: bytes = b"", extra: bytes = b"") -> bytes:
+    method = b"POST" if body else b"GET"
+    return (
+        method
+        + b" "
+        + path.encode()
+        + b" HTTP/1.1\r\nhost: x\r\n"
+        + extra
+        + b"content-length: %d\r\n\r\n" % len(body)
+        + body
+    )
+
+
+def _answer(connection: socket.socket) -> tuple[int, dict[str, object]]:
+    """One whole answer read off the connection: its status and JSON body."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += connection.recv(65536)
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = int(
+        next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")).split(b":")[
+            1
+        ]
+    )
+    while len(body) < length:
+        body += connection.recv(65536)
+    return int(head.split(b" ")[1]), json.loads(body)
+
+
+def test_a_connection_that_sends_nothing_closes_after_the_keep_alive_timeout(port: int) -> None:
+    with _connect(port) as connection:
+        started = time.monotonic()
+        assert _closed_within(connection, WAIT_SECONDS) == b""
+        assert KEEP_ALIVE_SECONDS - 0.1 <= time.monotonic() - started < WAIT_SECONDS
+
+
+def test_a_head_that_never_ends_closes_after_the_request_deadline_and_others_are_served(port: int) -> None:
+    with _connect(port) as slow, _connect(port) as other:
+        slow.sendall(b"GET /echo HTTP/1.1\r\nhost: x\r\nx-a: ")
+        started = time.monotonic()
+        for _ in range(3):  # a byte now and then does not move the deadline
+            time.sleep(0.1)
+            slow.sendall(b"a")
+        other.sendall(_request())
+        assert _answer(other) == (200, {"bytes": 0})
+        assert _closed_within(slow, WAIT_SECONDS) == b""
+        assert REQUEST_SECONDS - 0.1 <= time.monotonic() - started < WAIT_SECONDS
+
+
+def test_a_body_that_never_ends_closes_after_the_request_deadline(port: int) -> None:
+    with _connect(port) as connection:
+        connection.sendall(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nabc")
+        assert _closed_within(connection, WAIT_SECONDS) == b""
+
+
+def test_a_head_over_the_limit_is_refused_in_the_envelope_and_closed(port: int) -> None:
+    with _connect(port) as connection:
+        connection.sendall(_request(extra=b"x-big: " + b"a" * HEAD_LIMIT + b"\r\n"))
+        received = _closed_within(connection, WAIT_SECONDS)
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert json.loads(body) == {
+        "error": {
+            "code": "validation_error",
+            "message": f"The request line and headers exceed {http_protocol.MAX_HEAD_BYTES} bytes",
+        }
+    }
+
+
+def test_a_head_over_the_limit_sent_a_few_bytes_at_a_time_is_refused_once_it_passes(port: int) -> None:
+    with _connect(port) as connection:
+        connection.sendall(b"GET /echo HTTP/1.1\r\nhost: x\r\n")
+        for _ in range(HEAD_LIMIT // 512 + 1):
+            try:
+                connection.sendall(b"x-many: " + b"b" * 500 + b"\r\n")
+            except OSError:
+                break  # the server has answered and closed
+        assert _closed_within(connection, WAIT_SECONDS).startswith(b"HTTP/1.1 400 ")
+
+
+def test_a_body_larger_than_the_head_limit_in_one_send_and_keep_alive_requests_are_served(port: int) -> None:
+    """Only the head is counted: a body arriving with it is not, and the next request on the
+    connection starts with a count and a deadline of its own."""
+    body = b"z" * (HEAD_LIMIT * 4)
+    with _connect(port) as connection:
+        connection.sendall(_request(body=body, extra=b"x-fill: " + b"c" * (HEAD_LIMIT - 100) + b"\r\n"))
+        assert _answer(connection) == (200, {"bytes": len(body)})
+        time.sleep(REQUEST_SECONDS + 0.2)  # idle past a request's deadline, within keep-alive
+        connection.sendall(_request(extra=b"x-fill: " + b"c" * (HEAD_LIMIT - 100) + b"\r\n"))
+        assert _answer(connection) == (200, {"bytes": 0})
