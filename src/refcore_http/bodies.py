@@ -283,10 +283,10 @@ _COUNTED_ABOVE = 16 * 1024
 def _require_few_items(raw: bytes) -> None:
     """Refuse a body of more than :data:`MAX_JSON_ITEMS` objects and arrays, or members, before
     reading it. Counted by their bytes (``{``, ``[`` and ``:``), inside strings too: a text adds
-    its own, and no text refcore keeps is longer than a URL's 2,048 characters. A megabyte of small objects in a
-    list had held the event loop 103 ms to read (Python's decoder calls the duplicate check for
-    each object), and eight clients sending them took another client's reads from 2 ms to 864
-    (probe V)."""
+    its own, and no text refcore keeps is longer than a URL's 2,048 characters. A megabyte of
+    small objects in a list had held the event loop 103 ms to read (Python's decoder calls the
+    duplicate check for each object), and eight clients sending them took another client's
+    reads from 2 ms to 864 (probe V)."""
     if raw.count(b"{") + raw.count(b"[") > MAX_JSON_ITEMS or raw.count(b":") > MAX_JSON_ITEMS:
         raise InvalidJson(
             f"The request body holds more than {MAX_JSON_ITEMS} JSON objects, arrays or members"
