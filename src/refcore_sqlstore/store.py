@@ -30,6 +30,7 @@ from refcore_sqlstore.outbox import SqlOutbox
 from refcore_sqlstore.postgres_reads import PostgresReadUnitOfWork, PostgresSnapshotUnitOfWork
 from refcore_sqlstore.rate_limit_pruning import prune_rate_limit_counters
 from refcore_sqlstore.sealed_secrets import SqlSealedSecrets
+from refcore_sqlstore.signup_pruning import prune_pending_signups
 from refcore_sqlstore.sqlite_turns import GroupCommitUnitOfWork, ReadOnlyUnitOfWork
 from refcore_sqlstore.unit_of_work import SqlUnitOfWork, mappers
 
@@ -137,7 +138,8 @@ class SqlStore:
 
     def prune(self, now: datetime) -> int:
         """Delete the rows that nothing reads at ``now`` or later: the balance projection's past
-        days, hours and minutes and the rate-limit counters of ended windows; how many went. The
+        days, hours and minutes, the rate-limit counters of ended windows and the signups never
+        confirmed, a week after their token expired; how many went. The
         server does it every ``REFCORE_PRUNE_INTERVAL_SECONDS``; any number of processes may do
         it at once.
 
@@ -146,7 +148,11 @@ class SqlStore:
         goes back further (a test's :class:`~refcore.clocks.ManualClock` set back a day) reads a
         balance without the pruned rows, which then disagrees with the entries; prune only with
         a clock that moves forward, as a real one does."""
-        return self.prune_balance_buckets(now) + prune_rate_limit_counters(self._engine, now)
+        return (
+            self.prune_balance_buckets(now)
+            + prune_rate_limit_counters(self._engine, now)
+            + prune_pending_signups(self._engine, now)
+        )
 
     def prune_balance_buckets(self, now: datetime) -> int:
         """Delete the balance projection's rows that no balance read at ``now`` or later sums

@@ -50,6 +50,17 @@ from refcore.validation import ascii_lower, kept_address, require_line, require_
 
 log = logging.getLogger("refcore.join")
 
+#: How long an unconfirmed signup is kept after its token expired: a late click is still told
+#: "expired; sign up again" for a week, then the signup, its address and name with it, may go.
+EXPIRED_SIGNUP_KEPT = timedelta(days=7)
+
+
+def signups_forgettable_before(now: datetime) -> datetime:
+    """Unconfirmed signups whose token expired before this moment are not needed any more
+    (confirmed ones stay: they record how their affiliate joined)."""
+    return now - EXPIRED_SIGNUP_KEPT
+
+
 TOKEN_PREFIX = "join_"
 
 
