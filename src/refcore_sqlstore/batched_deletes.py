@@ -9,11 +9,15 @@ most.
 
 from __future__ import annotations
 
-from typing import Protocol
+from datetime import datetime
+from functools import partial
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import ColumnElement, Connection, Engine, Table, bindparam, delete, select
 
+from refcore_sqlstore.errors import database_errors
 from refcore_sqlstore.group_commit import write_transaction
+from refcore_sqlstore.types import UtcDateTime
 
 #: Rows deleted per transaction.
 PRUNE_BATCH = 1_000
@@ -37,3 +41,31 @@ def delete_in_batches(engine: Engine, delete_batch: BatchDelete, *, batch: int) 
         deleted += this_batch
         if this_batch < batch:
             return deleted
+
+
+class RowsBefore:
+    """The rows of ``table`` whose ``column`` is before a cutoff (and that match ``where``),
+    deleted a batch at a time: the rate-limit counters of ended windows, the signups never
+    confirmed. On PostgreSQL a row another transaction holds is left for the next pruning,
+    never waited for."""
+
+    def __init__(self, table: Table, column: Any, *where: ColumnElement[bool]) -> None:
+        chosen = (
+            select(table.c.id)
+            .where(*where, column < bindparam("cutoff", type_=UtcDateTime()))
+            .limit(bindparam("batch"))
+        )
+        self._sqlite = delete(table).where(table.c.id.in_(chosen.scalar_subquery()))
+        skipping_locked = chosen.with_for_update(skip_locked=True).scalar_subquery()
+        self._postgresql = delete(table).where(table.c.id.in_(skipping_locked))
+
+    def delete_batch(self, connection: Connection, cutoff: datetime, *, batch: int = PRUNE_BATCH) -> int:
+        """Delete up to ``batch`` of the rows before ``cutoff``; how many went."""
+        statement = self._postgresql if connection.dialect.name == "postgresql" else self._sqlite
+        with database_errors():
+            result = connection.execute(statement, {"cutoff": cutoff, "batch": batch})
+        return int(result.rowcount)
+
+    def delete_all(self, engine: Engine, cutoff: datetime, *, batch: int = PRUNE_BATCH) -> int:
+        """Delete every row before ``cutoff``, a batch per transaction; how many went."""
+        return delete_in_batches(engine, partial(self.delete_batch, cutoff=cutoff), batch=batch)

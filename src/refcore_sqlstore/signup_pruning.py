@@ -12,39 +12,19 @@ so a batch's scan needs no index of its own.
 from __future__ import annotations
 
 from datetime import datetime
-from functools import partial
 
-from sqlalchemy import Connection, Engine, bindparam, delete, select
+from sqlalchemy import Engine
 
 from refcore.services.join import signups_forgettable_before
-from refcore_sqlstore.batched_deletes import PRUNE_BATCH, delete_in_batches
-from refcore_sqlstore.errors import database_errors
+from refcore_sqlstore.batched_deletes import PRUNE_BATCH, RowsBefore
 from refcore_sqlstore.tables import pending_signups
-from refcore_sqlstore.types import UtcDateTime
 
-_s = pending_signups
-_FORGOTTEN = (
-    select(_s.c.id)
-    .where(_s.c.confirmed_at.is_(None), _s.c.expires_at < bindparam("cutoff", type_=UtcDateTime()))
-    .limit(bindparam("batch"))
+#: A signup being confirmed right now (its row locked) is left, never waited for.
+_FORGOTTEN = RowsBefore(
+    pending_signups, pending_signups.c.expires_at, pending_signups.c.confirmed_at.is_(None)
 )
-_SQLITE_BATCH = delete(_s).where(_s.c.id.in_(_FORGOTTEN.scalar_subquery()))
-#: PostgreSQL: a signup being confirmed right now (its row locked) is left, never waited for.
-_POSTGRESQL_BATCH = delete(_s).where(
-    _s.c.id.in_(_FORGOTTEN.with_for_update(skip_locked=True).scalar_subquery())
-)
-
-
-def prune_signup_batch(connection: Connection, cutoff: datetime, *, batch: int = PRUNE_BATCH) -> int:
-    """Delete up to ``batch`` unconfirmed signups whose token expired before ``cutoff``."""
-    statement = _POSTGRESQL_BATCH if connection.dialect.name == "postgresql" else _SQLITE_BATCH
-    with database_errors():
-        result = connection.execute(statement, {"cutoff": cutoff, "batch": batch})
-    return int(result.rowcount)
 
 
 def prune_pending_signups(engine: Engine, now: datetime, *, batch: int = PRUNE_BATCH) -> int:
     """Delete every unconfirmed signup no one needs at ``now``, a batch per transaction."""
-    return delete_in_batches(
-        engine, partial(prune_signup_batch, cutoff=signups_forgettable_before(now)), batch=batch
-    )
+    return _FORGOTTEN.delete_all(engine, signups_forgettable_before(now), batch=batch)
