@@ -8,6 +8,7 @@ Each test runs a real uvicorn server with the protocol, over a real socket, with
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -17,7 +18,7 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from refcore_http import http_protocol
@@ -40,13 +41,21 @@ async def _echo(request: Request) -> JSONResponse:
     return JSONResponse({"bytes": len(body)})
 
 
+#: An answer far larger than the kernel's socket buffers on both sides can hold.
+LARGE_ANSWER = 64 * 1024 * 1024
+
+
+async def _large(_request: Request) -> Response:
+    return Response(b"L" * LARGE_ANSWER, media_type="application/octet-stream")
+
+
 @pytest.fixture
-def port(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[uvicorn.Server]:
     monkeypatch.setattr(http_protocol, "SWEEP_SECONDS", 0.05)
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
-        Starlette(routes=[Route("/echo", _echo, methods=["GET", "POST"])]),
+        Starlette(routes=[Route("/echo", _echo, methods=["GET", "POST"]), Route("/large", _large)]),
         http=_ShortLimits,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         log_level="critical",
@@ -59,12 +68,18 @@ def port(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.01)
     assert server.started
+    server.config.port = listening.getsockname()[1]  # where the tests connect
     try:
-        yield listening.getsockname()[1]
+        yield server
     finally:
         server.should_exit = True
         thread.join(WAIT_SECONDS)
         listening.close()
+
+
+@pytest.fixture
+def port(server: uvicorn.Server) -> int:
+    return server.config.port
 
 
 def _connect(port: int) -> socket.socket:
@@ -171,3 +186,32 @@ def test_a_body_larger_than_the_head_limit_in_one_send_and_keep_alive_requests_a
         time.sleep(REQUEST_SECONDS + 0.2)  # idle past a request's deadline, within keep-alive
         connection.sendall(_request(extra=b"x-fill: " + b"c" * (HEAD_LIMIT - 100) + b"\r\n"))
         assert _answer(connection) == (200, {"bytes": 0})
+
+
+def test_an_answer_the_client_stops_reading_ends_its_connection_after_the_deadline(
+    server: uvicorn.Server, port: int
+) -> None:
+    """``close`` would wait for the client to read the buffered answer: the connection is
+    aborted instead, and the server's buffer goes with it (what the kernel had taken of it
+    still reaches the client, so the server's side is what is checked)."""
+    with _connect(port) as connection:
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        connection.sendall(_request("/large"))
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not server.server_state.connections and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.server_state.connections  # answering, the client reading nothing
+        while server.server_state.connections and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not server.server_state.connections
+
+
+def test_a_websocket_upgrade_is_answered_as_any_request_and_logs_nothing(
+    port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="uvicorn.error"), _connect(port) as connection:
+        connection.sendall(
+            b"GET /echo HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
+        )
+        assert _answer(connection) == (200, {"bytes": 0})
+    assert not [r for r in caplog.records if r.name.startswith("uvicorn")], caplog.text
