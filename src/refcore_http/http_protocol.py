@@ -8,18 +8,23 @@ to 3.78 GB in ten seconds with thirty requests whose heads never ended, and stal
 client for seconds with one header value of 300 MiB, which httptools gathers by concatenation
 (probe V). :class:`GuardedHttpToolsProtocol` adds:
 
-- **A request's head is at most** :data:`MAX_HEAD_BYTES`. Counted as it arrives, before the
-  parser gathers it; a longer one is answered ``400 validation_error`` and its connection closed.
+- **A request's head is at most** :data:`MAX_HEAD_BYTES`, **and a request at most**
+  :data:`MAX_REQUEST_BYTES` on the wire (which bounds a chunked body's trailer, gathered as a
+  header is). Counted read by read once the parser has taken each, and only reads wholly
+  inside one request, so that pipelined requests are never taken for one long head: soft by
+  one read, which still bounds what the parser gathers. A head still arriving past its limit
+  is answered ``400 validation_error`` and its connection closed.
 - **Deadlines.** A new connection that sends nothing is closed after the keep-alive timeout, as an
   idle one is after a response (``REFCORE_KEEP_ALIVE_SECONDS`` now means what it says); a
-  request, once its first byte arrived, must have arrived whole (head and body) within
-  :data:`REQUEST_SECONDS`, or its connection is closed. Once received, a request takes as long
-  as its answer takes, but an answer the client stops reading (the transport's buffer full,
-  nothing drained) for :data:`REQUEST_SECONDS` ends its connection, buffer and all: a thousand
-  connections that never read a 1 MiB logo had held 1.9 GB until their clients went away.
-  One timer a server checks every connection's deadlines each :data:`SWEEP_SECONDS`, rather
-  than a timer a request: a request costs a reading of the loop's clock and a few attribute
-  writes (about 10 thousand instructions, bench/history.md).
+  request's head must arrive within :data:`REQUEST_SECONDS` of its first byte, and its body
+  may make no progress for as long (nginx's ``client_header_timeout`` and
+  ``client_body_timeout``), or its connection is closed. Once received, a request takes as
+  long as its answer takes, but an answer of which the client reads nothing (the transport's
+  buffer does not shrink) for :data:`REQUEST_SECONDS` ends its connection, buffer and all: a
+  thousand connections that never read a 1 MiB logo had held 1.9 GB until their clients went
+  away. One timer a server checks every connection's deadlines each :data:`SWEEP_SECONDS`,
+  rather than a timer a request: a request costs a reading of the loop's clock and a few
+  attribute writes (about 10 thousand instructions, bench/history.md).
 - **No warning for a WebSocket upgrade**, which anyone could ask for to write the log.
 
 The number of connections is not bounded here: behind a load balancer it bounds them, and a
@@ -40,8 +45,13 @@ from refcore_http.errors import error_response
 #: The most bytes a request's line and headers may take (nginx allows 32 KiB of headers by
 #: default, Node.js 16 KiB): what browsers and HTTP clients send is a small part of it.
 MAX_HEAD_BYTES = 64 * 1024
-#: How long a client may take to send a whole request, from its first byte.
+#: How long a client may take to send a request's head, from its first byte, and how long its
+#: body, or its reading of an answer, may make no progress.
 REQUEST_SECONDS = 30.0
+#: The most bytes a request may take on the wire: a 1 MiB body, its head, and room for a
+#: chunked body's framing. A chunked body's trailer, which httptools gathers by concatenation
+#: as it does a header, is bounded by it (probe W sent 64 MiB of one).
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
 #: How often the deadlines are checked: a connection past its deadline closes within this.
 SWEEP_SECONDS = 1.0
 
@@ -70,18 +80,23 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     """``refcore serve``'s HTTP protocol (uvicorn's ``http=``); see the module docstring."""
 
     max_head_bytes = MAX_HEAD_BYTES
+    max_request_bytes = MAX_REQUEST_BYTES
     request_seconds = REQUEST_SECONDS
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        #: Bytes of the current request's head received so far, while it is still arriving.
-        self.head_bytes = 0
+        #: Bytes of the current request received so far, in reads that held nothing else.
+        self.request_bytes = 0
         self.in_head = True
         self.receiving = False
+        #: Whether a request ended in the read being parsed (its counts then start again).
+        self.completed = False
         #: When the connection closes unless its request has arrived whole (``None``: no limit).
         self.deadline: float | None = self.loop.time() + self.timeout_keep_alive
-        #: When the connection ends unless the client has read some of its answer meanwhile.
+        #: When the connection ends unless the client has read some of its answer meanwhile, and
+        #: how much of it the transport held then.
         self.write_deadline: float | None = None
+        self.write_buffered = 0
         if self.server_state not in _SWEPT:
             _SWEPT.add(self.server_state)
             self.loop.call_later(SWEEP_SECONDS, _sweep, self.loop, self.server_state)
@@ -90,25 +105,28 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if not self.receiving:
             self.receiving = True
             self.deadline = self.loop.time() + self.request_seconds
-        if self.in_head:
-            room = self.max_head_bytes - self.head_bytes
-            self.head_bytes += len(data)
-            if len(data) > room:
-                # Only what may still belong to the head goes to the parser, which would gather
-                # all of it: if the head has not ended within it, it is too long.
-                if room > 0:
-                    super().data_received(data[:room])
-                if self.in_head or self.transport.is_closing():
-                    if not self.transport.is_closing():
-                        self.transport.write(_HEAD_TOO_LARGE)
-                        self.transport.close()
-                    return
-                data = data[room:]
+        elif not self.in_head:
+            # A body (or a chunked body's trailer) counts from its last progress, as nginx's
+            # ``client_body_timeout`` does: a slow upload that keeps coming is not cut off.
+            self.deadline = self.loop.time() + self.request_seconds
+        self.completed = False
         super().data_received(data)
+        if self.completed or self.transport.is_closing():
+            return  # a read that ended a request (pipelined ones too) starts the counts again
+        # Counted after the parser took the read: only reads wholly inside one request count,
+        # so a burst of pipelined requests is never taken for one long head. The limits are
+        # soft by one read (at most 256 KiB), which bounds what the parser gathers all the same.
+        self.request_bytes += len(data)
+        if self.in_head and self.request_bytes > self.max_head_bytes:
+            self.transport.write(_HEAD_TOO_LARGE)
+            self.transport.close()
+        elif self.request_bytes > self.max_request_bytes:
+            self.transport.close()  # a chunked body's trailer, which the parser gathers whole
 
     def pause_writing(self) -> None:
         super().pause_writing()
         self.write_deadline = self.loop.time() + self.request_seconds
+        self.write_buffered = self.transport.get_write_buffer_size()
 
     def resume_writing(self) -> None:
         super().resume_writing()
@@ -125,7 +143,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self.in_head, self.head_bytes, self.receiving, self.deadline = True, 0, False, None
+        self.in_head, self.request_bytes, self.receiving, self.deadline = True, 0, False, None
+        self.completed = True
 
 
 def _sweep(loop: asyncio.AbstractEventLoop, state: ServerState) -> None:
@@ -135,7 +154,20 @@ def _sweep(loop: asyncio.AbstractEventLoop, state: ServerState) -> None:
         deadline: Any = getattr(protocol, "deadline", None)
         if deadline is not None and deadline <= now and not protocol.transport.is_closing():
             protocol.transport.close()
-        stalled: Any = getattr(protocol, "write_deadline", None)
-        if stalled is not None and stalled <= now:
-            protocol.transport.abort()  # ``close`` would wait for the client to read it all
+        if getattr(protocol, "write_deadline", None) is not None:
+            _check_write(protocol, now)
     loop.call_later(SWEEP_SECONDS, _sweep, loop, state)
+
+
+def _check_write(protocol: Any, now: float) -> None:
+    """Abort a connection whose client has read nothing of its answer since the deadline was
+    set: the transport holds no less of it. Progress (the buffer shrinking) moves the deadline,
+    so a slow reader is never cut off; only uvloop's resume, once nearly all is drained, had,
+    and a reader under 30 KB/s got a truncated logo (probe W). ``close`` would wait for the
+    client to read it all."""
+    buffered = protocol.transport.get_write_buffer_size()
+    if buffered < protocol.write_buffered:
+        protocol.write_buffered = buffered
+        protocol.write_deadline = now + protocol.request_seconds
+    elif protocol.write_deadline <= now:
+        protocol.transport.abort()

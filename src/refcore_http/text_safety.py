@@ -25,16 +25,41 @@ def check_text(text: str, param: str) -> None:
         require_storable(text, param=param)
 
 
-def check_decoded(value: Any, path: str = "") -> None:
+#: Where a value sits in a decoded body: ``None`` for the body itself, else its parent's place
+#: and its own key or index. A chain, so that reaching a value costs nothing however long the
+#: names above it are: the dotted name is spelt only for a text that is refused.
+_Place = tuple[Any, str | int] | None
+
+
+def check_decoded(value: Any) -> None:
     """Every string of a decoded JSON value, object keys included; ``param`` is the dotted path
-    of the offending value (``links.0.code``), or the body itself when it is a bare string."""
+    of the offending value (``links.0.code``), or the body itself when it is a bare string.
+
+    The path had been spelt for every value walked: a body of one 520,000-character name over
+    a list of 264,000 numbers took 1.3 s of the event loop to check (probe W)."""
+    _check(value, None)
+
+
+def _check(value: Any, place: _Place) -> None:
     if isinstance(value, str):
-        check_text(value, path or "body")
+        if "\x00" in value or not value.isascii():
+            require_storable(value, param=_spelt(place))
     elif isinstance(value, dict):
         for key, item in value.items():
-            name = f"{path}.{key}" if path else key
-            check_text(key, name)
-            check_decoded(item, name)
+            if "\x00" in key or not key.isascii():
+                require_storable(key, param=_spelt((place, key)))
+            if isinstance(item, (str, dict, list)):
+                _check(item, (place, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            check_decoded(item, f"{path}.{index}" if path else str(index))
+            if isinstance(item, (str, dict, list)):
+                _check(item, (place, index))
+
+
+def _spelt(place: _Place) -> str:
+    """The dotted name of ``place`` (``links.0.code``); ``body`` for the body itself."""
+    parts: list[str] = []
+    while place is not None:
+        place, part = place
+        parts.append(str(part))
+    return ".".join(reversed(parts)) or "body"

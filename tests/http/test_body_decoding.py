@@ -148,20 +148,22 @@ def test_anything_else_is_left_to_the_exact_reading(raw: bytes) -> None:
         b'{"via": [' + b",".join([b'{"a": 1}'] * 10_001) + b"]}",
         b'{"via": [' + b",".join([b"[]"] * 10_001) + b"]}",
         b"{" + b",".join(b'"k%d": 1' % n for n in range(10_001)) + b"}",
+        b'{"via": [' + b",".join([b"0"] * 10_002) + b"]}",
     ],
-    ids=["objects", "arrays", "members"],
+    ids=["objects", "arrays", "members", "list items"],
 )
-def test_a_body_of_more_than_ten_thousand_objects_arrays_or_members_is_refused_before_it_is_read(
+def test_a_body_of_more_than_ten_thousand_objects_arrays_members_or_items_is_refused_before_it_is_read(
     raw: bytes,
 ) -> None:
     """Reading each object calls Python: a megabyte of them had held the event loop 103 ms."""
-    with pytest.raises(InvalidJson, match="more than 10000 JSON objects, arrays or members"):
+    with pytest.raises(InvalidJson, match="more than 10000 JSON objects, arrays, members or list items"):
         decode_object(raw, JSON_TYPE)
 
 
 def test_a_body_of_thousands_of_objects_and_a_long_text_of_braces_and_colons_still_decodes() -> None:
-    # 8,002 objects and arrays and 8,001 members, and the text's 1,200 and 600: counted, 9,202 and 8,601.
-    nested = {"via": [{"a": 1}] * 8_000, "page": "{[:" * 600}
+    # 8,002 objects and arrays, 8,001 members and 8,000 commas, and the text's 1,200, 600 and
+    # 600: counted, 9,202, 8,601 and 8,600.
+    nested = {"via": [{"a": 1}] * 8_000, "page": "{[:," * 600}
     assert decode_object(json.dumps(nested).encode(), JSON_TYPE) == nested
     long_text = {"logo": "data:" + "A" * 900_000}
     assert decode_object(json.dumps(long_text).encode(), JSON_TYPE) == long_text

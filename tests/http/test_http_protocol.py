@@ -7,6 +7,7 @@ Each test runs a real uvicorn server with the protocol, over a real socket, with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -151,9 +152,14 @@ def test_a_body_that_never_ends_closes_after_the_request_deadline(port: int) -> 
         assert _closed_within(connection, WAIT_SECONDS) == b""
 
 
-def test_a_head_over_the_limit_is_refused_in_the_envelope_and_closed(port: int) -> None:
+def test_a_head_still_arriving_past_the_limit_is_refused_in_the_envelope_and_closed(port: int) -> None:
+    """Counted read by read once the parser has taken each: a head that has not ended when its
+    reads pass the limit is refused (one that ends within the read that passes it is served:
+    the limit bounds what the parser gathers, give or take one read)."""
     with _connect(port) as connection:
-        connection.sendall(_request(extra=b"x-big: " + b"a" * HEAD_LIMIT + b"\r\n"))
+        connection.sendall(b"GET /echo HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * (HEAD_LIMIT - 100))
+        time.sleep(0.1)  # two reads on the server's side
+        connection.sendall(b"a" * 200)
         received = _closed_within(connection, WAIT_SECONDS)
     head, _, body = received.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400 ")
@@ -163,6 +169,45 @@ def test_a_head_over_the_limit_is_refused_in_the_envelope_and_closed(port: int) 
             "message": f"The request line and headers exceed {http_protocol.MAX_HEAD_BYTES} bytes",
         }
     }
+
+
+def test_pipelined_requests_longer_than_the_head_limit_in_one_read_are_all_served(port: int) -> None:
+    """Probe W: 2,000 pipelined requests in one send had been taken for one long head."""
+    request = _request()
+    count = HEAD_LIMIT // len(request) * 3
+    with _connect(port) as connection:
+        connection.sendall(request * count)
+        received = b""
+        while received.count(b"HTTP/1.1 200 ") < count:
+            chunk = connection.recv(65536)
+            assert chunk, f"closed after {received.count(b'HTTP/1.1 200 ')} answers of {count}"
+            received += chunk
+    assert received.count(b"HTTP/1.1 ") == count
+
+
+def test_a_chunked_trailer_that_keeps_coming_is_cut_off(port: int) -> None:
+    """httptools gathers a trailer as it does a header, by concatenation (probe W: 64 MiB)."""
+    with _connect(port) as connection:
+        connection.sendall(
+            b"POST /echo HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nx-t: "
+        )
+        sent = 0
+        with contextlib.suppress(OSError):
+            while sent < 8 * http_protocol.MAX_REQUEST_BYTES:
+                connection.sendall(b"a" * 65536)
+                sent += 65536
+        assert sent < 8 * http_protocol.MAX_REQUEST_BYTES  # the server closed long before
+
+
+def test_a_slow_upload_that_keeps_coming_is_not_cut_off(port: int) -> None:
+    """A body's deadline counts from its last progress, as nginx's ``client_body_timeout``."""
+    body = b"b" * 600
+    with _connect(port) as connection:
+        connection.sendall(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n" % len(body))
+        for start in range(0, len(body), 100):  # 1.2 s in all, past the 0.5 s deadline
+            time.sleep(0.2)
+            connection.sendall(body[start : start + 100])
+        assert _answer(connection) == (200, {"bytes": len(body)})
 
 
 def test_a_head_over_the_limit_sent_a_few_bytes_at_a_time_is_refused_once_it_passes(port: int) -> None:
@@ -215,3 +260,17 @@ def test_a_websocket_upgrade_is_answered_as_any_request_and_logs_nothing(
         )
         assert _answer(connection) == (200, {"bytes": 0})
     assert not [r for r in caplog.records if r.name.startswith("uvicorn")], caplog.text
+
+
+def test_an_answer_read_slowly_but_steadily_is_not_cut_off(server: uvicorn.Server, port: int) -> None:
+    """Progress is the transport's buffer shrinking: uvloop's resume comes only once nearly all
+    of it is drained, and a reader under 30 KB/s had been cut off mid-logo (probe W)."""
+    with _connect(port) as connection:
+        connection.sendall(_request("/large"))
+        received = 0
+        until = time.monotonic() + 4 * REQUEST_SECONDS
+        while time.monotonic() < until:  # about 10 MB/s: the buffer shrinks between sweeps
+            received += len(connection.recv(1024 * 1024))
+            time.sleep(0.1)
+        assert server.server_state.connections, "the server ended a connection that was reading"
+        assert 0 < received < LARGE_ANSWER
