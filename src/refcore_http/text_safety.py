@@ -21,8 +21,14 @@ from refcore.validation import require_storable
 
 def check_text(text: str, param: str) -> None:
     """``validation_error`` naming ``param`` if ``text`` holds what no store can keep."""
-    if "\x00" in text or not text.isascii():
+    if _maybe_unstorable(text):
         require_storable(text, param=param)
+
+
+def _maybe_unstorable(text: str) -> bool:
+    """Whether ``text`` needs the full check: only a NUL or a character outside ASCII (a lone
+    surrogate among them) can be what no store keeps, and most texts have neither."""
+    return "\x00" in text or not text.isascii()
 
 
 #: Where a value sits in a decoded body: ``None`` for the body itself, else its parent's place
@@ -42,11 +48,11 @@ def check_decoded(value: Any) -> None:
 
 def _check(value: Any, place: _Place) -> None:
     if isinstance(value, str):
-        if "\x00" in value or not value.isascii():
+        if _maybe_unstorable(value):
             require_storable(value, param=_spelt(place))
     elif isinstance(value, dict):
         for key, item in value.items():
-            if "\x00" in key or not key.isascii():
+            if _maybe_unstorable(key):
                 require_storable(key, param=_spelt((place, key)))
             if isinstance(item, (str, dict, list)):
                 _check(item, (place, key))
