@@ -26,8 +26,9 @@ from refcore_http import http_protocol
 from refcore_http.http_protocol import GuardedHttpToolsProtocol
 
 HEAD_LIMIT = 4096
-REQUEST_SECONDS = 0.5
-KEEP_ALIVE_SECONDS = 1
+#: Long enough that a test's own pauses (0.2 s) stay well inside it on a loaded machine.
+REQUEST_SECONDS = 1.0
+KEEP_ALIVE_SECONDS = 2
 #: Longer than any deadline of these tests, plus the sweep: a socket still open then was kept.
 WAIT_SECONDS = 5.0
 
@@ -201,10 +202,10 @@ def test_a_chunked_trailer_that_keeps_coming_is_cut_off(port: int) -> None:
 
 def test_a_slow_upload_that_keeps_coming_is_not_cut_off(port: int) -> None:
     """A body's deadline counts from its last progress, as nginx's ``client_body_timeout``."""
-    body = b"b" * 600
+    body = b"b" * 1000
     with _connect(port) as connection:
         connection.sendall(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n" % len(body))
-        for start in range(0, len(body), 100):  # 1.2 s in all, past the 0.5 s deadline
+        for start in range(0, len(body), 100):  # 2 s in all, past the 1 s deadline
             time.sleep(0.2)
             connection.sendall(body[start : start + 100])
         assert _answer(connection) == (200, {"bytes": len(body)})
