@@ -34,19 +34,22 @@ class CountingUnitOfWork:
         self._inner.__exit__(exc_type, exc, tb)
 
 
+def counting(factory: UnitOfWorkFactory, log: list[str]) -> Callable[[], UnitOfWork]:
+    """``factory`` with each unit of work it opens recorded in ``log``."""
+    return lambda: CountingUnitOfWork(factory(), log)  # type: ignore[return-value]
+
+
 def counted(runtime: Runtime) -> tuple[Runtime, list[str], list[str]]:
     """The runtime with its read and write units of work recorded: (runtime, reads, writes)."""
     reads: list[str] = []
     writes: list[str] = []
     read_factory: UnitOfWorkFactory = runtime.read_unit_of_work or runtime.unit_of_work
     write_factory = runtime.unit_of_work
-
-    def wrap(factory: UnitOfWorkFactory, log: list[str]) -> Callable[[], UnitOfWork]:
-        return lambda: CountingUnitOfWork(factory(), log)  # type: ignore[return-value]
-
     return (
         evolve(
-            runtime, unit_of_work=wrap(write_factory, writes), read_unit_of_work=wrap(read_factory, reads)
+            runtime,
+            unit_of_work=counting(write_factory, writes),
+            read_unit_of_work=counting(read_factory, reads),
         ),
         reads,
         writes,

@@ -15,12 +15,11 @@ from attrs import evolve
 
 from refcore.clocks import ManualClock
 from refcore.models import Organization
-from refcore.ports import UnitOfWork, UnitOfWorkFactory
 from refcore.services import overview, payouts
 from refcore.services.runtime import Runtime, Tx
 from tests.contract.organization_work import add_organization, find_organization
 from tests.payouts.world import build_payout_world
-from tests.unit_of_work_log import CountingUnitOfWork, counted
+from tests.unit_of_work_log import counted, counting
 
 #: How long a snapshot read waits for another thread's write to commit in the middle of it.
 WRITE_WAIT_SECONDS = 10.0
@@ -49,10 +48,10 @@ def test_snapshot_read_statements_after_another_threads_commit_still_see_the_fir
     seen: list[int] = []
 
     def work(tx: Tx) -> bool:
-        seen.append(len(tx.uow.organizations.find_all({"name": "During"})))
+        seen.append(len(_named("During")(tx)))
         writer.start()
         wrote = committed.wait(timeout=0.2 if _writes_wait_for_reads(runtime) else WRITE_WAIT_SECONDS)
-        seen.append(len(tx.uow.organizations.find_all({"name": "During"})))
+        seen.append(len(_named("During")(tx)))
         return wrote
 
     wrote_during_the_read = runtime.read(work, snapshot=True)
@@ -68,14 +67,8 @@ def _snapshots_opened(runtime: Runtime) -> tuple[Runtime, list[str]]:
     own, or, where its reads are snapshots already (no factory of its own), its read units of
     work, so that what a snapshot read does is seen on every store."""
     opened: list[str] = []
-    own: UnitOfWorkFactory = (
-        runtime.snapshot_unit_of_work or runtime.read_unit_of_work or runtime.unit_of_work
-    )
-
-    def open_counted() -> UnitOfWork:
-        return CountingUnitOfWork(own(), opened)  # type: ignore[return-value]
-
-    return evolve(runtime, snapshot_unit_of_work=open_counted), opened
+    own = runtime.snapshot_unit_of_work or runtime.read_unit_of_work or runtime.unit_of_work
+    return evolve(runtime, snapshot_unit_of_work=counting(own, opened)), opened
 
 
 def test_snapshot_read_has_a_unit_of_work_of_its_own_and_ends_a_shared_reads_idle_one_first(
