@@ -68,6 +68,13 @@ def is_postgresql(database_url: str) -> bool:
     return scheme in ("postgres", "postgresql") or scheme.startswith("postgresql+")
 
 
+def _for_webhooks(runtime: Runtime) -> Runtime:
+    """The server's runtime: its outbox is read by the webhook dispatcher alone, so an event no
+    request is due for is written closed (:attr:`Runtime.outbox_for_webhooks`)."""
+    runtime.outbox_for_webhooks = True
+    return runtime
+
+
 def open_store(
     database_url: str,
     *,
@@ -82,7 +89,7 @@ def open_store(
 
         database = MemoryDatabase()
         return OpenStore(
-            runtime=memory_runtime(clock=clock, notifier=notifier, database=database),
+            runtime=_for_webhooks(memory_runtime(clock=clock, notifier=notifier, database=database)),
             outbox=MemoryOutbox(database),
             persistent=False,
             migrate=_nothing,
@@ -112,7 +119,7 @@ def open_store(
             raise StoreUnavailable(str(newer)) from None
 
     return OpenStore(
-        runtime=store.runtime(clock=clock, notifier=notifier),
+        runtime=_for_webhooks(store.runtime(clock=clock, notifier=notifier)),
         outbox=store.outbox,
         persistent=True,
         migrate=migrate,
