@@ -526,6 +526,47 @@ def test_the_outbox_claims_in_one_statement_and_closes_in_another_each_a_transac
     assert store.outbox.claim(now=clock.now() + timedelta(hours=1), limit=100, lease_seconds=60) == []
 
 
+#: Executions after which psycopg has prepared a statement (its ``prepare_threshold`` is 5, and
+#: the execution that prepares takes a round trip more).
+WARM = 6
+
+
+@pytest.mark.parametrize("kind", ["payment", "refund", "identify"])
+def test_a_write_of_the_servers_runtime_reads_the_webhook_endpoint_in_its_lookup(
+    store: SqlStore, kind: str
+) -> None:
+    """The server's runtime judges each event against the App's webhook endpoint as it writes
+    it (``Runtime.outbox_for_webhooks``): a payment, a refund and an identify read the endpoint
+    in the statement of their own lookup, so they take as many round trips as the library's
+    runtime, which reads no endpoint, and their events are written closed."""
+    clock = ManualClock()
+    runtime = store.runtime(clock=clock)
+    world = build_world(runtime, clock)
+    customers = iter([world.referred_customer() for _ in range(2 * WARM + 2)])
+    payments = iter([world.pay(world.referred_customer(), 10_000).record for _ in range(2 * WARM + 2)])
+
+    def write() -> None:
+        if kind == "payment":
+            world.pay(next(customers), 10_000)
+        elif kind == "refund":
+            world.refund(next(payments).payment_id, 100)
+        else:
+            world.referred_customer()
+
+    trips = {}
+    for for_webhooks in (False, True):
+        runtime.outbox_for_webhooks = for_webhooks
+        for _ in range(WARM):
+            write()
+        before = {found.id for found in world.events()}
+        with traced(_driver(store)) as messages:
+            write()
+        trips[for_webhooks] = round_trips(messages)
+        written = [found for found in world.events() if found.id not in before]
+        assert written and all((found.delivered_at is not None) is for_webhooks for found in written)
+    assert trips[True] == trips[False]
+
+
 def _refused_while_the_pipeline_is_open(driver: psycopg.Connection[Any], pipeline: Any) -> None:
     """A duplicate key in a pipeline whose error is read before the next statement is queued:
     what a race lost on a unique key does when the winner commits at that moment."""

@@ -135,7 +135,9 @@ def record_payment(
         affiliate_ = Lookup(
             "program_affiliates", ProgramAffiliate, {"id": FieldOf(referral_, "program_affiliate_id")}
         )
-        found = tx.uow.look_up(existing, app_, customer_, program_, referral_, affiliate_)
+        found = tx.look_up_before_events(
+            scope.app_id, existing, app_, customer_, program_, referral_, affiliate_
+        )
         if not is_iso_4217(currency):
             # Before every other answer, like the checks of the form above: a code ISO 4217 does
             # not list is refused unless it is the program's own, taken before ISO withdrew it.
@@ -406,7 +408,7 @@ def record_refund(
         payment = _locked_payment_if_any(tx, scope, payment_id)
         stored_ = Lookup("refunds", Refund, where)
         app_ = Lookup("apps", App, {"id": scope.app_id})
-        found = tx.uow.look_up(stored_, app_)
+        found = tx.look_up_before_events(scope.app_id, stored_, app_)
         replayed = replay(found[stored_])
         if replayed is not None:
             return replayed

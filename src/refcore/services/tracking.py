@@ -301,7 +301,9 @@ def identify(rt: Runtime, principal: Principal, scope: Scope, request: IdentifyR
         # e-mail is read after the App's lock (below), so it cannot be read with them.
         clicks = _ClickReads.of(click_id) if click_id is not None else None
         known = _CustomerReads.of(scope, external_id) if external_id is not None else None
-        found = tx.uow.look_up(*(clicks.all if clicks else ()), *(known.all if known else ()))
+        found = tx.look_up_before_events(
+            scope.app_id, *(clicks.all if clicks else ()), *(known.all if known else ())
+        )
         evidence = _evidence(tx, scope, request, found, clicks, code, email)
         if known is not None:
             existing, referral = found[known.customer], found[known.referral]
