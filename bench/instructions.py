@@ -77,6 +77,18 @@ def fill(template: str, *, uid: str, pools: Mapping[str, Sequence[str]], n: int)
     return PLACEHOLDER.sub(value, template)
 
 
+def revision() -> str:
+    """The revision of the code measured: where refcore was imported from (a worktree first on
+    PYTHONPATH measures another revision's code with this harness); empty outside a checkout."""
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=Path(refcore.__file__).parent,
+        check=False,
+    ).stdout.strip()
+
+
 def callgrind_totals(dump: Path) -> int:
     """The instruction count (``Ir``) of one callgrind dump: its ``totals:`` line."""
     for line in dump.read_text(errors="replace").splitlines():
@@ -294,17 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if scenario_load is None:
                             continue
                         counts.append(count(server, key, scenario_load, requests=args.requests))
-    # The revision of the code measured: where refcore was imported from (a worktree first on
-    # PYTHONPATH counts another revision's code with this harness).
-    revision = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        cwd=Path(refcore.__file__).parent,
-        check=False,
-    ).stdout.strip()
     saved = {
-        "revision": revision,
+        "revision": revision(),
         "store": args.store,
         "counts": [asdict(c) | {"per_request": c.per_request} for c in counts],
     }

@@ -458,3 +458,46 @@ def test_the_disk_is_measured_in_the_run_directory_and_leaves_nothing_there(tmp_
     line = sync_latency(tmp_path, 0.2)
     assert line.startswith("`pwrite` of 128 KiB and `fdatasync`,") and "p99" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_wal_records_are_summed_by_relation_and_kind_in_bytes_a_request() -> None:
+    """``python -m bench.wal --by-relation``: ``pg_waldump``'s lines (as PostgreSQL 15 prints
+    them), named by relation file, a commit counted under ``-``."""
+    from bench.wal import relation_totals
+
+    lines = [
+        "rmgr: Heap        len (rec/tot):    583/   583, tx:      56833, lsn: 0/21551C38, prev 0/21551C10,"
+        " desc: INSERT off 7 flags 0x00, blkref #0: rel 1663/18631/18717 blk 1289",
+        "rmgr: Btree       len (rec/tot):     88/    88, tx:      56833, lsn: 0/21551E80, prev 0/21551C38,"
+        " desc: INSERT_LEAF off 161, blkref #0: rel 1663/18631/18722 blk 87",
+        "rmgr: Heap        len (rec/tot):    417/   417, tx:      56834, lsn: 0/21551ED8, prev 0/21551E80,"
+        " desc: INSERT off 8 flags 0x00, blkref #0: rel 1663/18631/18717 blk 1289",
+        "rmgr: Transaction len (rec/tot):     34/    34, tx:      56833, lsn: 0/21551F30, prev 0/21551ED8,"
+        " desc: COMMIT 2026-11-28 10:06:11.123456 UTC",
+        "pg_waldump: error: error in WAL record at 0/21551F58: invalid record length",
+    ]
+    names = {"18717": "events", "18722": "pk_events"}
+
+    assert relation_totals(lines, names, requests=2, top=5) == (
+        ("events", "INSERT", 500.0),
+        ("pk_events", "INSERT_LEAF", 44.0),
+        ("-", "COMMIT", 17.0),
+    )
+    assert relation_totals(lines, names, requests=2, top=1) == (("events", "INSERT", 500.0),)
+
+
+def test_wal_counters_move_with_what_the_database_writes() -> None:
+    """``bench.wal.counters``: the WAL position and ``pg_stat_wal`` (bytes, records) after a write
+    are past those before it."""
+    from bench.wal import counters
+
+    with fresh_postgres_database() as url:
+        plain = libpq_url(url)
+        before = counters(plain)
+        with psycopg.connect(plain, autocommit=True) as conn:
+            conn.execute("CREATE TABLE written (n integer)")
+            conn.execute("INSERT INTO written SELECT generate_series(1, 1000)")
+            moved = conn.execute("SELECT %s::pg_lsn < pg_current_wal_lsn()", (before.lsn,)).fetchone()
+        after = counters(plain)
+    assert moved == (True,)
+    assert after.bytes - before.bytes > 1000 * 20 and after.records - before.records >= 1000
