@@ -10,7 +10,7 @@ from refcore.clocks import ManualClock
 from refcore.errors import NotFound, Unauthenticated, ValidationError
 from refcore.models import DisputeStatus, EventType, Mode, RevenueSource
 from refcore.models.payout import PayoutExecutionStatus
-from refcore.services import join, payout_executions, programs, revenue, tenancy, tracking
+from refcore.services import affiliates, join, payout_executions, programs, revenue, tenancy, tracking
 from refcore.services.principal import Principal, PrincipalKind, Scope
 from refcore.services.processor_events import ProcessorDispute, ProcessorPayment, apply_changes
 from refcore.services.revenue import DisputeReport, PaymentReport
@@ -204,4 +204,24 @@ def test_start_signup_without_a_mailer_refuses_before_recording_anything(world: 
     before = world.snapshot()
     with pytest.raises(TypeError, match="send"):
         join.start_signup(world.rt, None, world.program.slug, "new@x.example", "New", client_ip=None)  # type: ignore[arg-type]
+    assert world.snapshot() == before
+
+
+# -- IDs that are not text ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wrong", [["x"], {"id": "x"}, 7, None, b"prog_x"], ids=repr)
+def test_an_id_that_is_not_text_finds_no_record_on_every_store(world: World, wrong: object) -> None:
+    """``Repository.get``: a list had raised ``TypeError`` (memory store) or been refused by the
+    driver as ``InternalError`` (SQLite), where a number was simply not found."""
+    assert world.rt.read(lambda tx: tx.uow.program_affiliates.get(wrong)) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("wrong", [["x"], {"id": "x"}], ids=repr)
+def test_a_service_given_an_id_that_is_not_text_answers_not_found_and_changes_nothing(
+    world: World, wrong: object
+) -> None:
+    before = world.snapshot()
+    with pytest.raises(NotFound):
+        affiliates.create_link(world.rt, world.session, wrong)  # type: ignore[arg-type]
     assert world.snapshot() == before

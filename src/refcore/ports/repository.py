@@ -25,7 +25,9 @@ class Repository(Protocol[M]):
 
     def get(self, id: str, *, for_update: bool = False) -> M | None:
         """The record with this ID. ``for_update`` locks it until the unit of work ends, so that
-        concurrent writers to the same record (refunds on one payment) run one after another."""
+        concurrent writers to the same record (refunds on one payment) run one after another.
+        An ``id`` that is not a ``str`` (a library caller's list, number or ``None``) finds
+        nothing, on every store, so the service answers ``NotFound`` as for an unknown ID."""
         ...
 
     def find_one(self, where: Mapping[str, object], *, for_update: bool = False) -> M | None:
