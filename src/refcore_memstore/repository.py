@@ -55,7 +55,7 @@ class MemoryRepository(Generic[M]):
         yield from self._staged.values()
 
     def get(self, id: str, *, for_update: bool = False) -> M | None:
-        if type(id) is not str:
+        if not isinstance(id, str):
             return None  # as the SQL store: a list or a number names no record
         if id in self._staged:
             return self._staged[id]

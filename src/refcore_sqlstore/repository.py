@@ -80,7 +80,7 @@ class SqlRepository(Generic[M]):
         return self._mapper.from_row(stored)
 
     def get(self, id: str, *, for_update: bool = False) -> M | None:
-        if type(id) is not str:
+        if not isinstance(id, str):
             return None  # every ID is text: a library caller's list or number names no record
         statement = self._statements.by_id(for_update=for_update)
         return self._fetch_one(statement, TableStatements.id_param(id), locks=for_update)
