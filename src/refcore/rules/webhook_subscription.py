@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from refcore.models import Event, EventType, WebhookEndpoint
 
 #: Every type an endpoint may subscribe to. ``webhook.test`` is sent only on request, to whoever
@@ -16,7 +18,14 @@ def subscribed_types(endpoint: WebhookEndpoint) -> tuple[str, ...]:
 
 
 def should_deliver(endpoint: WebhookEndpoint | None, event: Event) -> bool:
-    """Whether an event leads to a request at all; otherwise its outbox entry is simply closed.
+    """Whether an event leads to a request at all; otherwise its outbox entry is simply closed."""
+    return takes(endpoint, event.type, event.created_at)
+
+
+def takes(endpoint: WebhookEndpoint | None, type: EventType, created_at: datetime) -> bool:
+    """Whether ``endpoint`` takes an event of ``type`` created at ``created_at``: what
+    :func:`should_deliver` decides, for an event not built yet (``Tx.emit`` decides before it
+    builds one, rather than building it twice).
 
     - no endpoint, or a removed one: nothing to send to;
     - events that happened before the endpoint was configured are not replayed into it;
@@ -25,8 +34,8 @@ def should_deliver(endpoint: WebhookEndpoint | None, event: Event) -> bool:
     """
     if endpoint is None or endpoint.deleted_at is not None:
         return False
-    if event.created_at < endpoint.created_at:
+    if created_at < endpoint.created_at:
         return False
-    if event.type is EventType.WEBHOOK_TEST:
+    if type is EventType.WEBHOOK_TEST:
         return True
-    return not endpoint.disabled and event.type.value in subscribed_types(endpoint)
+    return not endpoint.disabled and type.value in subscribed_types(endpoint)

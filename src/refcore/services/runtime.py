@@ -31,14 +31,14 @@ from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from attrs import define, evolve, field
+from attrs import define, field
 
 from refcore.errors import ConcurrentWrite, Conflict, InternalError, RefcoreError
 from refcore.models import Event, EventType, WebhookEndpoint
 from refcore.models.tenancy import DEFAULT_SESSION_LIFETIME
 from refcore.ports import Clock, EventNotifier, IdGenerator, UnitOfWork, UnitOfWorkFactory
 from refcore.ports.lookups import Found, Lookup
-from refcore.rules.webhook_subscription import should_deliver
+from refcore.rules.webhook_subscription import takes
 from refcore.services.first_read_checks import FirstReadCheck, checking
 
 T = TypeVar("T")
@@ -209,7 +209,7 @@ class Tx:
     now: datetime
     ids: IdGenerator
     #: The events this unit of work left waiting in the outbox, told to the notifier once it
-    #: has committed (:meth:`_for_outbox`: the others are written closed).
+    #: has committed (:meth:`_closed_at`: the others are written closed).
     emitted: list[Event] = field(factory=list)
     #: The runtime's :attr:`Runtime.session_lifetime`, here because a session is judged inside
     #: whatever unit of work authenticates it (a request's own, or a capture batch's:
@@ -217,7 +217,7 @@ class Tx:
     session_lifetime: timedelta = DEFAULT_SESSION_LIFETIME
     #: The runtime's :attr:`Runtime.outbox_for_webhooks`.
     outbox_for_webhooks: bool = False
-    #: Per App, its webhook endpoint as this unit of work read it (:meth:`_for_outbox`).
+    #: Per App, its webhook endpoint as this unit of work read it (:meth:`_closed_at`).
     _endpoints: dict[str, WebhookEndpoint | None] = field(factory=dict, init=False, repr=False)
 
     def new_id(self, prefix: str) -> str:
@@ -235,8 +235,10 @@ class Tx:
             livemode=livemode,
             created_at=self.now,
             data=data,
+            delivered_at=self._closed_at(app_id, type),
         )
-        (event,) = self._for_outbox([event])
+        if event.delivered_at is None:
+            self.emitted.append(event)
         self.uow.events.add(event)
         return event
 
@@ -246,19 +248,30 @@ class Tx:
         """:meth:`emit` of one event for each snapshot in ``data``, in that order, written
         together: a thousand ``commission.paid`` events of one payout go to the outbox in one
         statement where the store can, instead of a thousand."""
+        if not data:
+            return []
         ids = self.new_ids("whev", len(data))
-        events = self._for_outbox(
-            [
-                Event(id=id, app_id=app_id, type=type, livemode=livemode, created_at=self.now, data=snapshot)
-                for id, snapshot in zip(ids, data, strict=True)
-            ]
-        )
+        closed_at = self._closed_at(app_id, type)
+        events = [
+            Event(
+                id=id,
+                app_id=app_id,
+                type=type,
+                livemode=livemode,
+                created_at=self.now,
+                data=snapshot,
+                delivered_at=closed_at,
+            )
+            for id, snapshot in zip(ids, data, strict=True)
+        ]
+        if closed_at is None:
+            self.emitted.extend(events)
         self.uow.events.add_all(events)
         return events
 
     def look_up_before_events(self, app_id: str, *lookups: Lookup[Any]) -> Found:
         """``uow.look_up(*lookups)`` of a write that may emit events of ``app_id``: where those
-        events are judged against the App's webhook endpoint (:meth:`_for_outbox`), the endpoint
+        events are judged against the App's webhook endpoint (:meth:`_closed_at`), the endpoint
         is read in the same statement, so the events need no read of their own (on PostgreSQL a
         round trip, on SQLite about 100 thousand instructions)."""
         if not self.outbox_for_webhooks or app_id in self._endpoints:
@@ -268,30 +281,23 @@ class Tx:
         self._endpoints[app_id] = found[endpoint]
         return found
 
-    def _for_outbox(self, events: list[Event]) -> list[Event]:
-        """``events`` (of one App, type and moment) as the outbox keeps them. All wait there for
-        their reader, unless that reader is the webhook dispatcher alone
-        (:attr:`outbox_for_webhooks`): then only those the App's endpoint takes
-        (:func:`should_deliver`) wait for their request, and the others are written closed, with
-        no request ever (``docs/webhooks.md``, "Which events").
+    def _closed_at(self, app_id: str, type: EventType) -> datetime | None:
+        """When an event of ``app_id`` and ``type`` written now is closed: never (``None``, it
+        waits in the outbox for its reader), unless that reader is the webhook dispatcher alone
+        (:attr:`outbox_for_webhooks`) and the App's endpoint does not take it (:func:`takes`).
+        Then it is closed as it is written, with no request ever (``docs/webhooks.md``, "Which
+        events").
 
-        The dispatcher would have found no request due and closed them anyway, but only after
-        claiming them: two more writes of each event's row. For an App without an endpoint the
+        The dispatcher would have found no request due and closed it anyway, but only after
+        claiming it: two more writes of the event's row. For an App without an endpoint the
         dispatcher's work was 8 % of a payment's instructions on SQLite, and those writes a third
         of a payment's WAL on PostgreSQL (``bench/history.md``, forty-fifth session). An event
         that waits is judged again right before its request, against the endpoint as it is then."""
-        if not events:
-            return events
         if not self.outbox_for_webhooks:
-            self.emitted.extend(events)
-            return events
-        app_id = events[0].app_id
+            return None
         if app_id not in self._endpoints:
             self._endpoints[app_id] = self.uow.webhook_endpoints.find_one({"app_id": app_id})
-        if should_deliver(self._endpoints[app_id], events[0]):
-            self.emitted.extend(events)
-            return events
-        return [evolve(event, delivered_at=self.now) for event in events]
+        return None if takes(self._endpoints[app_id], type, self.now) else self.now
 
 
 @define
@@ -327,7 +333,7 @@ class Runtime:
     session_lifetime: timedelta = DEFAULT_SESSION_LIFETIME
     #: Whether the outbox's only reader is the webhook dispatcher, as in the server
     #: (:func:`refcore_http.store.open_store`): then an event no webhook request is due for when
-    #: it is written is written closed (:meth:`Tx._for_outbox`). A library caller that reads its
+    #: it is written is written closed (:meth:`Tx._closed_at`). A library caller that reads its
     #: events from the outbox keeps ``False``: every event waits there for it.
     outbox_for_webhooks: bool = False
 
