@@ -6,8 +6,9 @@ is incremented), so ID order is creation order and lists can page by ID alone.
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
+import weakref
 
 from refcore.ports.clock import Clock
 
@@ -22,6 +23,10 @@ _PAIR_SHIFTS = tuple(range(120, -1, -10))
 #: the random part.
 _TIME_PAIR_SHIFTS = _PAIR_SHIFTS[:5]
 _RANDOM_PAIR_SHIFTS = _PAIR_SHIFTS[5:]
+#: Random bytes drawn from the system's source (``os.urandom``) at once, then spent ten an ID.
+#: Drawn for each ID (``secrets.randbits``), the system call was 1.0 µs of an ID's 4; a slice of
+#: this pool is 0.2 µs. The bytes are the same cryptographic randomness, only drawn ahead.
+_POOL_BYTES = 4096
 
 
 def _encode(value: int) -> str:
@@ -43,26 +48,44 @@ class TimeOrderedIds:
         self._clock = clock
         self._lock = threading.Lock()
         self._last = 0
+        #: Random bytes drawn ahead (:data:`_POOL_BYTES`), spent from ``_spent`` on.
+        self._pool = b""
+        self._spent = 0
+        _GENERATORS.add(self)
+
+    def _random(self, size: int) -> bytes:
+        """``size`` unused random bytes; called holding the lock."""
+        if self._spent + size > len(self._pool):
+            if size > _POOL_BYTES:
+                return os.urandom(size)
+            self._pool, self._spent = os.urandom(_POOL_BYTES), 0
+        start = self._spent
+        self._spent = start + size
+        return self._pool[start : start + size]
+
+    def _forget_pool(self) -> None:
+        """In a forked child: the parent spends the same bytes, so draw new ones."""
+        self._pool, self._spent = b"", 0
 
     def new(self, prefix: str) -> str:
         millis = int(self._clock.now().timestamp() * 1000)
         with self._lock:
-            candidate = (millis << _RANDOM_BITS) | secrets.randbits(_RANDOM_BITS)
+            candidate = (millis << _RANDOM_BITS) | int.from_bytes(self._random(_RANDOM_BYTES))
             if candidate <= self._last:
                 candidate = self._last + 1
             self._last = candidate
         return f"{prefix}_{_encode(candidate)}"
 
     def new_many(self, prefix: str, count: int) -> list[str]:
-        """As many calls of :meth:`new` in one: one reading of the clock, one draw of random
+        """As many calls of :meth:`new` in one: one reading of the clock, one slice of random
         bytes and one turn of the lock for all of them. A batch of 32 clicks made its IDs at
         3.0 µs each, 40 % of that in the clock, the system's random source and the lock."""
         if count <= 0:
             return []
         base = int(self._clock.now().timestamp() * 1000) << _RANDOM_BITS
-        drawn = secrets.token_bytes(_RANDOM_BYTES * count)
         values: list[int] = []
         with self._lock:
+            drawn = self._random(_RANDOM_BYTES * count)
             last = self._last
             for start in range(0, len(drawn), _RANDOM_BYTES):
                 candidate = base | int.from_bytes(drawn[start : start + _RANDOM_BYTES])
@@ -80,6 +103,19 @@ class TimeOrderedIds:
                 head = f"{prefix}_{_spell(value, _TIME_PAIR_SHIFTS)}"
             identifiers.append(head + _spell(value, _RANDOM_PAIR_SHIFTS))
         return identifiers
+
+
+#: Every generator, so that a forked child forgets the random bytes its parent drew ahead.
+_GENERATORS: weakref.WeakSet[TimeOrderedIds] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for generator in list(_GENERATORS):
+        generator._forget_pool()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def prefix_of(identifier: str) -> str:

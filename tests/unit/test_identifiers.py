@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refcore import identifiers
 from refcore.clocks import ManualClock
 from refcore.identifiers import TimeOrderedIds, _encode, prefix_of
 
@@ -112,8 +112,40 @@ def test_decisions_9_ids_made_together_spell_their_values_when_an_increment_reac
     (random parts all ones, so every ID after the first is the one before plus one) spells the next."""
     clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
     millis = int(clock.now().timestamp() * 1000)
-    monkeypatch.setattr(identifiers.secrets, "token_bytes", lambda count: b"\xff" * count)
-    batch = TimeOrderedIds(clock).new_many("clk", 3)
+    generator = TimeOrderedIds(clock)
+    monkeypatch.setattr(generator, "_random", lambda size: b"\xff" * size)
+    batch = generator.new_many("clk", 3)
     first = (millis << 80) | (2**80 - 1)
     assert batch == [f"clk_{digit_by_digit(first + step)}" for step in range(3)]
     assert batch[0][:14] != batch[1][:14] == batch[2][:14]  # "clk_" and the millisecond's ten digits
+
+
+def _random_part(identifier: str) -> str:
+    return identifier[-16:]  # 80 bits: the last 16 of the 26 digits
+
+
+def test_decisions_9_ids_take_fresh_random_bits_across_refills_of_the_drawn_bytes() -> None:
+    """The random bytes are drawn 4 KiB at a time: 1,000 IDs (two refills) and a batch larger
+    than a draw each get random parts of their own."""
+    generator = TimeOrderedIds(ManualClock())
+    made = [generator.new("txn") for _ in range(1000)] + generator.new_many("clk", 500)
+    assert len({_random_part(made_id) for made_id in made}) == len(made)
+    assert [made_id[4:] for made_id in made] == sorted(made_id[4:] for made_id in made)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the platform does not fork")
+def test_decisions_9_a_forked_child_does_not_spend_the_random_bytes_its_parent_drew() -> None:
+    """Parent and child would otherwise make the same ID in the same millisecond."""
+    generator = TimeOrderedIds(ManualClock())
+    generator.new("txn")  # draws the pool
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        os.write(write, generator.new("txn").encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    with os.fdopen(read) as pipe:
+        made_in_child = pipe.read()
+    assert made_in_child.startswith("txn_")
+    assert _random_part(made_in_child) != _random_part(generator.new("txn"))
