@@ -8,6 +8,7 @@ so by default every event waits there.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -16,6 +17,7 @@ import pytest
 from refcore.clocks import ManualClock
 from refcore.crypto import SecretBox
 from refcore.models import Event, EventType
+from refcore.rules.webhook_subscription import should_deliver
 from refcore.services import webhooks
 from refcore.services.runtime import Runtime
 from tests.contract.scenario import World, build_world
@@ -124,3 +126,51 @@ def test_events_of_a_library_runtime_all_wait_in_the_outbox(
     events = world.events()
     assert events and all(e.delivered_at is None for e in events)
     assert [e.id for e in told.events] == [e.id for e in events]
+
+
+class _HeldSeal(SecretBox):
+    """A box whose sealing waits: the endpoint's creating transaction stays open after its
+    ``now`` until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__("test-only server secret key, 32+ characters long")
+        self.sealing = threading.Event()
+        self.release = threading.Event()
+
+    def seal(self, plaintext: str, *, context: str) -> str:
+        self.sealing.set()
+        assert self.release.wait(30)
+        return super().seal(plaintext, context=context)
+
+
+def test_events_of_a_write_that_overlapped_the_endpoints_creation_are_not_lost(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    """A payment that began after the creating transaction's ``now`` but read before its commit
+    (PostgreSQL) found no endpoint and wrote its events closed, while the endpoint's
+    ``created_at`` said it took them (probe X). The endpoint's ``created_at`` is now stamped after
+    its commit, so every event is either waiting or created before the endpoint."""
+    world = _server_world(runtime, clock)
+    customer = world.referred_customer()
+    box = _HeldSeal()
+    creating = threading.Thread(
+        target=webhooks.configure_endpoint,
+        args=(world.rt, world.session, box, world.app.id, {"url": "https://hooks.example.com/in"}),
+    )
+    creating.start()
+    assert box.sealing.wait(30)
+    clock.advance(timedelta(milliseconds=5))
+    paying = threading.Thread(target=world.pay, args=(customer, 10_000))
+    paying.start()
+    paying.join(1)  # PostgreSQL: done; SQLite and memory: it waits for the creating writer
+    clock.advance(timedelta(milliseconds=5))
+    box.release.set()
+    creating.join(30)
+    paying.join(30)
+
+    endpoint = world.rt.read(lambda tx: tx.uow.webhook_endpoints.find_one({"app_id": world.app.id}))
+    assert endpoint is not None
+    payment_events = world.events(T.TRANSACTION_CREATED) + world.events(T.COMMISSION_CREATED)
+    assert len(payment_events) == 2
+    lost = [e for e in payment_events if e.delivered_at is not None and should_deliver(endpoint, e)]
+    assert lost == []
