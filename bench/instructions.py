@@ -45,6 +45,7 @@ from attrs import asdict, frozen
 
 import refcore
 from bench.cli import database
+from bench.results import earlier_figures
 from bench.scenarios import SCENARIOS, by_key
 from bench.servers import (
     ROOT,
@@ -313,11 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     out = Path(args.json or ROOT / "bench" / "results" / "instructions.json")
     out.write_text(json.dumps(saved, indent=2) + "\n")
-    before = None
-    if args.compare:
-        earlier = json.loads(Path(args.compare).read_text())["counts"]
-        before = {c["scenario"]: c["per_request"] for c in earlier}
-    print(render(counts, before))
+    print(render(counts, earlier_figures(args.compare, "counts", "per_request")))
     print(f"saved {out}")
     return 0
 

@@ -100,3 +100,12 @@ class Results:
             core=data.get("core", []),
             ceiling_after=row(data["ceiling_after"]) if data.get("ceiling_after") else None,
         )
+
+
+def earlier_figures(path: str | None, records: str, figure: str) -> dict[str, float] | None:
+    """From the JSON a tool saved at ``path`` (its ``--compare``), each scenario's ``figure`` in
+    the list ``records``: the "before" column of ``bench.instructions`` and ``bench.wal``."""
+    if not path:
+        return None
+    saved = json.loads(Path(path).read_text())[records]
+    return {record["scenario"]: float(record[figure]) for record in saved}

@@ -42,6 +42,7 @@ from attrs import asdict, frozen
 
 from bench.cli import database
 from bench.instructions import revision
+from bench.results import earlier_figures
 from bench.scenarios import by_key
 from bench.servers import ROOT, Server, refcore_server
 from bench.world import build_world, prepare_database
@@ -213,11 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.write_text(
         json.dumps({"revision": revision(), "written": [asdict(w) for w in written]}, indent=2) + "\n"
     )
-    before = None
-    if args.compare:
-        earlier = json.loads(Path(args.compare).read_text())["written"]
-        before = {w["scenario"]: w["bytes_per_request"] for w in earlier}
-    print(render(written, before))
+    print(render(written, earlier_figures(args.compare, "written", "bytes_per_request")))
     print(f"saved {out}")
     return 0
 

@@ -501,3 +501,13 @@ def test_wal_counters_move_with_what_the_database_writes() -> None:
         after = counters(plain)
     assert moved == (True,)
     assert after.bytes - before.bytes > 1000 * 20 and after.records - before.records >= 1000
+
+
+def test_a_tools_compare_file_gives_each_scenarios_earlier_figure(tmp_path: Path) -> None:
+    """``--compare`` of ``bench.instructions`` and ``bench.wal``: the "before" column."""
+    from bench.results import earlier_figures
+
+    saved = tmp_path / "wal.json"
+    saved.write_text(json.dumps({"written": [{"scenario": "payment", "bytes_per_request": 6149}]}))
+    assert earlier_figures(str(saved), "written", "bytes_per_request") == {"payment": 6149.0}
+    assert earlier_figures(None, "written", "bytes_per_request") is None
