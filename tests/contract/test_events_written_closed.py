@@ -8,15 +8,19 @@ so by default every event waits there.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
+from attrs import evolve
 
 from refcore.clocks import ManualClock
 from refcore.crypto import SecretBox
+from refcore.errors import InternalError
 from refcore.models import Event, EventType
+from refcore.ports import UnitOfWork
 from refcore.rules.webhook_subscription import should_deliver
 from refcore.services import webhooks
 from refcore.services.runtime import Runtime
@@ -174,3 +178,34 @@ def test_events_of_a_write_that_overlapped_the_endpoints_creation_are_not_lost(
     assert len(payment_events) == 2
     lost = [e for e in payment_events if e.delivered_at is not None and should_deliver(endpoint, e)]
     assert lost == []
+
+
+def test_an_endpoint_whose_stamp_fails_is_still_created_and_shows_its_secret(
+    runtime: Runtime, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stamp is a second transaction after the creating one committed: its failure (a lost
+    connection, a failover) had answered an error for an endpoint that existed, whose secret no
+    answer would ever show again (probe Y)."""
+    world = _server_world(runtime, clock)
+    opened = 0
+    factory = runtime.unit_of_work
+
+    def failing_after_the_first() -> UnitOfWork:
+        nonlocal opened
+        opened += 1
+        if opened > 1:
+            raise InternalError("The database could not complete the operation")
+        return factory()
+
+    failing = evolve(runtime, unit_of_work=failing_after_the_first)
+    with caplog.at_level(logging.WARNING, logger="refcore.webhooks"):
+        configured = webhooks.configure_endpoint(
+            failing, world.session, BOX, world.app.id, {"url": "https://hooks.example.com/in"}
+        )
+
+    assert opened == 2 and configured.created and configured.secret is not None
+    stored = world.rt.read(lambda tx: tx.uow.webhook_endpoints.find_one({"app_id": world.app.id}))
+    assert stored == configured.endpoint
+    (warning,) = caplog.records
+    assert configured.endpoint.id in warning.getMessage() and "InternalError" in warning.getMessage()
+    assert configured.secret not in caplog.text
