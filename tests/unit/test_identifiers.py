@@ -125,19 +125,29 @@ def _random_part(identifier: str) -> str:
 
 
 def test_decisions_9_ids_take_fresh_random_bits_across_refills_of_the_drawn_bytes() -> None:
-    """The random bytes are drawn 4 KiB at a time: 1,000 IDs (two refills) and a batch larger
-    than a draw each get random parts of their own."""
-    generator = TimeOrderedIds(ManualClock())
-    made = [generator.new("txn") for _ in range(1000)] + generator.new_many("clk", 500)
+    """The random bytes are drawn 4 KiB at a time: 1,000 IDs (two refills), each in a
+    millisecond of its own so that its random part is its draw (within one millisecond an ID
+    below the last is the last plus one), all differ; a batch larger than a draw is in order."""
+    clock = ManualClock()
+    generator = TimeOrderedIds(clock)
+    made = []
+    for _ in range(1000):
+        clock.advance(timedelta(milliseconds=1))
+        made.append(generator.new("txn"))
     assert len({_random_part(made_id) for made_id in made}) == len(made)
-    assert [made_id[4:] for made_id in made] == sorted(made_id[4:] for made_id in made)
+    batch = generator.new_many("clk", 500)
+    assert len(set(batch)) == 500 and batch == sorted(batch) and batch[0][4:] > made[-1][4:]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the platform does not fork")
 def test_decisions_9_a_forked_child_does_not_spend_the_random_bytes_its_parent_drew() -> None:
-    """Parent and child would otherwise make the same ID in the same millisecond."""
-    generator = TimeOrderedIds(ManualClock())
+    """Parent and child would otherwise make the same ID in the same millisecond. The clock
+    moves on first: an ID below the last of its millisecond is the last plus one, the same in
+    both, whatever their random bytes."""
+    clock = ManualClock()
+    generator = TimeOrderedIds(clock)
     generator.new("txn")  # draws the pool
+    clock.advance(timedelta(milliseconds=1))
     read, write = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover - the child
