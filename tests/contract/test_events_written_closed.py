@@ -3,7 +3,9 @@
 
 The server's outbox has one reader, the webhook dispatcher, which claimed such an event only to
 close it: two more writes of its row. A library caller reads its events from the outbox itself,
-so by default every event waits there.
+so by default every event waits there. Since events are judged as they are written, a new
+endpoint's ``created_at`` is stamped after its creation committed (probe X's race, below), and a
+failure of that stamp still answers the endpoint with its secret (probe Y).
 """
 
 from __future__ import annotations
