@@ -53,6 +53,8 @@ class Sample:
     load1: float
     #: The kernel's part of the server's CPU time over the run (``None`` when it used none).
     kernel_share: float | None
+    #: The event loop's (main thread's) part of it (``None`` when the server used none).
+    loop_share: float | None
 
 
 #: Ten affiliates share the growing history; one more keeps a fixed history (``steady_balance``).
@@ -166,6 +168,7 @@ class Runner:
         if after_warmup is not None:
             after_warmup()
         user_before, system_before = server.cpu_times()
+        loop_before = server.loop_cpu_seconds()
         measured = run_wrk(
             server.url,
             load,
@@ -175,6 +178,7 @@ class Runner:
             script_dir=self.run_dir,
         )
         user_after, system_after = server.cpu_times()
+        loop = server.loop_cpu_seconds() - loop_before
         system = system_after - system_before
         cpu = user_after - user_before + system
         sample = Sample(
@@ -184,6 +188,7 @@ class Runner:
             cpu_ms_per_request=cpu * 1000 / measured.requests if measured.requests else None,
             load1=load_average(),
             kernel_share=system / cpu if cpu > 0 else None,
+            loop_share=loop / cpu if cpu > 0 else None,
         )
         if not server.wait_idle():
             # Requests wrk gave up on are still queued in the server: start it afresh so they
@@ -210,6 +215,7 @@ class Runner:
             cpu_ms_per_request=sample.cpu_ms_per_request,
             load1=sample.load1,
             kernel_share=sample.kernel_share,
+            loop_share=sample.loop_share,
         )
 
     def scenario(self, store: str, server: Server, world: World, scenario: Scenario, url: str) -> Row:
@@ -232,6 +238,7 @@ class Runner:
             cpu_ms_per_request=sample.cpu_ms_per_request,
             load1=sample.load1,
             kernel_share=sample.kernel_share,
+            loop_share=sample.loop_share,
         )
         if scenario.written is not None:
             engine = create_engine(normalise_url(url))
@@ -347,6 +354,7 @@ class Runner:
                                     cpu_ms_per_request=sample.cpu_ms_per_request,
                                     load1=sample.load1,
                                     kernel_share=sample.kernel_share,
+                                    loop_share=sample.loop_share,
                                 )
                             )
                             self.say(
@@ -403,7 +411,8 @@ def _cpu(sample: Sample) -> str:
     cost = sample.cpu_ms_per_request
     if not cost:
         return f"load {sample.load1:.1f}"
-    return f"server CPU {cost:.2f} ms/request{report.in_kernel(sample.kernel_share)}, load {sample.load1:.1f}"
+    shares = report.in_kernel(sample.kernel_share, sample.loop_share)
+    return f"server CPU {cost:.2f} ms/request{shares}, load {sample.load1:.1f}"
 
 
 def _vacuum_analyze(url: str) -> None:

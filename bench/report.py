@@ -38,16 +38,20 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def in_kernel(share: float | None) -> str:
-    """`` (17% kernel)`` after a CPU figure, or nothing for a run that did not measure it."""
-    return "" if share is None else f" ({share:.0%} kernel)"
+def in_kernel(share: float | None, loop_share: float | None = None) -> str:
+    """`` (17% kernel, 21% loop)`` after a CPU figure: the kernel's and the event loop's
+    parts of it, each left out for a run that did not measure it."""
+    parts = [f"{share:.0%} kernel"] if share is not None else []
+    if loop_share is not None:
+        parts.append(f"{loop_share:.0%} loop")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _server_cpu(row: Row | ScaleRow) -> str:
     """The server's CPU milliseconds a request, with the kernel's share when the run measured it."""
     if row.cpu_ms_per_request is None:
         return _f(None)
-    return _f(row.cpu_ms_per_request, 2) + in_kernel(row.kernel_share)
+    return _f(row.cpu_ms_per_request, 2) + in_kernel(row.kernel_share, row.loop_share)
 
 
 def _scaling_ratio(results: Results, store: str, scenario: str) -> tuple[float, float, int, int] | None:
@@ -435,7 +439,11 @@ def render(
         "  not included): it does not depend on what else the machine was doing. The share in",
         "  brackets is the kernel's part of it (system calls: writing the log, `fsync`, sockets,",
         "  waking threads), which instruction counts (`python -m bench.instructions`) leave out;",
-        "  runs saved before the harness recorded it (revision 4a1dfb2) show the CPU alone.",
+        "  runs saved before the harness recorded it (revision 4a1dfb2) show the CPU alone. The",
+        "  `loop` share is the server's main thread, which runs the event loop (uvicorn, HTTP",
+        "  parsing, routing, rendering answers); the rest is its worker threads, which run the",
+        "  core and the database driver. Runs saved before the forty-sixth session show no loop",
+        "  share.",
         "  **load** is the 1-minute load average right after the run; this machine is shared with",
         "  other work, and a load well above 2 means the figures of that row were taken with less",
         "  than the two CPUs to themselves.",

@@ -36,6 +36,10 @@ class Row:
     #: thread hand-offs), which a request's instruction count leaves out. Runs saved before the
     #: harness recorded it (revision 4a1dfb2) have none.
     kernel_share: float | None = None
+    #: The event loop's part of that CPU time (the server's main thread: HTTP, routing,
+    #: rendering answers); the rest is the worker threads running the core and the database
+    #: driver. Runs saved before the harness recorded it (the forty-sixth session) have none.
+    loop_share: float | None = None
 
 
 @define
@@ -49,6 +53,7 @@ class ScaleRow:
     cpu_ms_per_request: float | None = None
     load1: float | None = None
     kernel_share: float | None = None
+    loop_share: float | None = None
 
 
 @define

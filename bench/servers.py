@@ -115,6 +115,12 @@ class Server:
         tick = os.sysconf("SC_CLK_TCK")
         return int(fields[11]) / tick, int(fields[12]) / tick
 
+    def loop_cpu_seconds(self) -> float:
+        """CPU time (user + system) of the server's main thread alone: the thread that runs the
+        event loop (uvicorn, HTTP parsing, routing, answers), where :meth:`cpu_times` counts
+        every thread (the worker threads running the core too)."""
+        return _task_cpu_seconds(Path(f"/proc/{self.pid}/task/{self.pid}/stat"))
+
     def cpu_seconds(self) -> float:
         """CPU time the server has used so far (user + system, every thread)."""
         return sum(self.cpu_times())
@@ -142,6 +148,12 @@ class Server:
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+
+def _task_cpu_seconds(stat: Path) -> float:
+    """User + system CPU seconds from a ``/proc/…/stat`` file (fields 14 and 15)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ceiling_command() -> list[str]:

@@ -138,6 +138,11 @@ def test_a_smoke_run_measures_writes_that_all_reached_the_database(tmp_path: Pat
         assert row["committed"] >= row["acknowledged"] > 0
     # The server's CPU is split into its own and the kernel's: a share, not a duration.
     assert all(0 <= row["kernel_share"] <= 1 for row in rows.values())
+    # And the event loop's (main thread's) part of it: all of the ceiling's work, a small part
+    # of a payment's, whose core runs in a worker thread.
+    assert all(0 <= row["loop_share"] <= 1 for row in rows.values())
+    assert rows[("ceiling", "ceiling")]["loop_share"] > 0.8
+    assert rows[("sqlite", "payment")]["loop_share"] < rows[("ceiling", "ceiling")]["loop_share"]
     assert rows[("sqlite", "payout_balance")]["measured"]["requests"] > 0
     core = json.loads(raw.read_text())["core"]
     # The core's cost is measured for the write scenarios run, at one and eight threads, and on
@@ -369,7 +374,7 @@ def test_a_log_held_longer_than_the_patience_stops_the_run(tmp_path: Path) -> No
         reader.close()
 
 
-def test_the_kernels_share_of_the_server_cpu_is_reported_beside_it_and_older_runs_show_none(
+def test_the_kernels_and_the_loops_shares_are_shown_beside_the_cpu_and_older_runs_show_none(
     tmp_path: Path,
 ) -> None:
     results = Results(command="python -m bench", mode="smoke", facts={}, method={})
@@ -377,17 +382,27 @@ def test_the_kernels_share_of_the_server_cpu_is_reported_beside_it_and_older_run
     results.rows = [
         Row("ceiling", "ceiling", "ceiling", ceiling, cpu_ms_per_request=0.04, kernel_share=0.31),
         Row("sqlite", "payment", "payment", payment, cpu_ms_per_request=0.95, kernel_share=0.174),
+        Row(
+            "sqlite",
+            "identify",
+            "identify",
+            payment,
+            cpu_ms_per_request=0.61,
+            kernel_share=0.12,
+            loop_share=0.213,
+        ),
     ]
     saved = tmp_path / "run.json"
     results.save(saved)
     page = render(Results.load(saved), plan_scales=(), before=None)
     assert "| 0.95 (17% kernel) |" in page and "| 0.04 (31% kernel) |" in page
+    assert "| 0.61 (12% kernel, 21% loop) |" in page
     older = Results.load(ROOT / "bench" / "results" / "session23-full-b49a997.json")
-    assert all(row.kernel_share is None for row in older.rows)
+    assert all(row.kernel_share is None and row.loop_share is None for row in older.rows)
     table_lines = [
         line for line in render(older, plan_scales=(), before=None).splitlines() if line.startswith("| ")
     ]
-    assert table_lines and not any("% kernel)" in line for line in table_lines)
+    assert table_lines and not any("% kernel" in line or "% loop" in line for line in table_lines)
 
 
 @pytest.mark.parametrize(
