@@ -26,6 +26,7 @@ client for seconds with one header value of 300 MiB, which httptools gathers by 
   rather than a timer a request: a request costs a reading of the loop's clock and a few
   attribute writes (about 10 thousand instructions, bench/history.md).
 - **No warning for a WebSocket upgrade**, which anyone could ask for to write the log.
+- **A chunked body's trailer fields are dropped**, never added to the request's headers.
 
 The number of connections is not bounded here: behind a load balancer it bounds them, and a
 server facing clients directly should have a proxy in front that does (docs/deployment.md).
@@ -136,6 +137,17 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         """Nothing: refcore serves no WebSocket, and a request asking for one is answered as any
         other. uvicorn logged two warnings for each, 183 bytes: sixteen connections asking
         wrote 10.7 MB of log in ten seconds (probe V)."""
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        """A field of the head; a chunked body's trailer field (after the head) is dropped.
+
+        httptools reports both alike, and uvicorn added a trailer's fields to the request's
+        headers, which the request's handler may read after its body: a credential, a
+        ``Content-Type`` or an ``X-Forwarded-For`` sent in a trailer alone had counted, around
+        the head that a proxy or a firewall judges (probe AA). RFC 9110 (6.5.1) lets a recipient
+        discard trailer fields, and refcore reads none."""
+        if self.in_head:
+            super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self.in_head = False

@@ -43,6 +43,12 @@ async def _echo(request: Request) -> JSONResponse:
     return JSONResponse({"bytes": len(body)})
 
 
+async def _headers_after_body(request: Request) -> JSONResponse:
+    """The request's header names once its whole body (and a chunked body's trailer) is in."""
+    await request.body()
+    return JSONResponse({"headers": [name.decode() for name, _ in request.scope["headers"]]})
+
+
 #: An answer far larger than the kernel's socket buffers on both sides can hold.
 LARGE_ANSWER = 64 * 1024 * 1024
 
@@ -57,7 +63,13 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[uvicorn.Server]:
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
-        Starlette(routes=[Route("/echo", _echo, methods=["GET", "POST"]), Route("/large", _large)]),
+        Starlette(
+            routes=[
+                Route("/echo", _echo, methods=["GET", "POST"]),
+                Route("/large", _large),
+                Route("/headers", _headers_after_body, methods=["POST"]),
+            ]
+        ),
         http=_ShortLimits,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         log_level="critical",
@@ -198,6 +210,23 @@ def test_a_chunked_trailer_that_keeps_coming_is_cut_off(port: int) -> None:
                 connection.sendall(b"a" * 65536)
                 sent += 65536
         assert sent < 8 * http_protocol.MAX_REQUEST_BYTES  # the server closed long before
+
+
+def test_a_chunked_bodys_trailer_fields_never_become_request_headers(port: int) -> None:
+    """httptools reports a trailer's fields as it does the head's, and uvicorn had added them to
+    the request's headers: a public capture whose trailer carried a Test key was recorded in
+    Test mode, a list read with its session in a trailer alone was answered, and a trailer's
+    ``X-Forwarded-For`` replaced the head's behind a trusted proxy (probe AA). The head, which a
+    proxy or firewall judges, is the whole of what the request says; trailers are dropped, as
+    RFC 9110 (6.5.1) lets a recipient do."""
+    with _connect(port) as connection:
+        connection.sendall(
+            b"POST /headers HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n"
+            b"authorization: Bearer key_test_x\r\nx-forwarded-for: 6.6.6.6\r\n\r\n"
+        )
+        status, body = _answer(connection)
+    assert status == 200
+    assert body["headers"] == ["host", "transfer-encoding"]
 
 
 def test_a_slow_upload_that_keeps_coming_is_not_cut_off(port: int) -> None:
