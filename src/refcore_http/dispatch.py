@@ -36,7 +36,7 @@ from typing import Any, cast
 
 from attrs import field, frozen
 from starlette.datastructures import QueryParams
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -58,7 +58,7 @@ from refcore_http.endpoints import (
     Reply,
     Shortcut,
 )
-from refcore_http.errors import internal_error_response, log_unhandled, refcore_error_response
+from refcore_http.errors import error_response, internal_error_response, log_unhandled, refcore_error_response
 from refcore_http.json_response import JsonResponse
 from refcore_http.known_keys import KnownKeys
 from refcore_http.queries import parse_query
@@ -141,6 +141,13 @@ async def handle(
             # The store's own failures (``database_errors``) carry their cause for this log only.
             logged_as = log_unhandled(endpoint.method, endpoint.path, exc)
         response = refcore_error_response(exc, logged_as=logged_as)
+    except ClientDisconnect:
+        # The client left before its body arrived: nothing ran, no one reads this answer, and
+        # nothing is logged. As an unhandled error it had written a traceback to the log for
+        # every connection anyone closed mid-body, without a key on the public routes (probe AA).
+        response = error_response(
+            400, "validation_error", "The client left before its request's body arrived"
+        )
     except Exception as exc:
         response = internal_error_response(log_unhandled(endpoint.method, endpoint.path, exc))
     if endpoint.cors:

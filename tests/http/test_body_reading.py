@@ -4,6 +4,7 @@ every chunk in order, a disconnect as Starlette reports it, and nothing past the
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,9 @@ from starlette.requests import ClientDisconnect, Request
 
 from refcore.errors import BodyTooLarge, InvalidJson
 from refcore.services.runtime import Runtime
+from refcore_http.app import create_app
 from refcore_http.bodies import read_body
+from refcore_http.settings import Settings
 from tests.http.world import Client, expect, new_tenant
 
 
@@ -124,3 +127,40 @@ def test_a_capture_sent_with_a_content_encoding_records_no_click(client: Client,
         )
         expect(refused, 400, "invalid_json")
     assert expect(client.get("/v1/clicks", acme.live_key), 200)["data"] == []
+
+
+def test_a_client_that_leaves_mid_body_writes_no_error_to_the_log(
+    runtime: Runtime, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A disconnect is the client's doing, not the server's fault: it had been logged as an
+    ``Unhandled error`` with its traceback, 11 lines anyone could write without a key by
+    closing a capture's connection mid-body (probe AA). Nothing is recorded either."""
+    app = create_app(runtime, settings)
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/capture",
+        "raw_path": b"/v1/capture",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"x"), (b"content-type", b"application/json"), (b"content-length", b"100")],
+        "client": ("203.0.113.7", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+    receive = Messages(
+        [{"type": "http.request", "body": b'{"via":', "more_body": True}, {"type": "http.disconnect"}]
+    )
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    with caplog.at_level(logging.INFO):
+        asyncio.run(app(scope, receive, send))
+    assert receive.taken == 2
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert sent[0]["status"] == 400  # never read by the client, which has gone
+    assert not runtime.read(lambda tx: tx.uow.clicks.find_all({}))
