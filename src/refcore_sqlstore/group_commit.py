@@ -102,7 +102,17 @@ class _Group:
         self.broken = False
 
     def open_savepoint(self) -> Savepoint:
-        """A new member's savepoint on the group's connection, named by its number."""
+        """A new member's savepoint on the group's connection, named by its number.
+
+        ``ConcurrentWrite`` (run it again alone, after the group) once the group is broken or
+        its transaction is gone: a full disk or an I/O error mid-statement makes SQLite roll
+        back the whole transaction, and a ``SAVEPOINT`` outside one begins a transaction of its
+        own, which its ``RELEASE`` commits at once. A batch's writes after such a failure had
+        each been committed alone, before the batch failed and ran them again (probe Z)."""
+        driver = cast(sqlite3.Connection, self.connection.connection.dbapi_connection)
+        if self.broken or not driver.in_transaction:
+            self.broken = True
+            raise ConcurrentWrite("this write's group ended under it; run it again alone")
         self.savepoints += 1
         with database_errors():
             return Savepoint(self.connection, f"member_{self.savepoints}")

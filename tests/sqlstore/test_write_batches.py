@@ -4,6 +4,7 @@ when the block ends; nothing of it is visible to other connections, or committed
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator
 
@@ -15,6 +16,7 @@ from refcore.models import Session
 from refcore.services.runtime import Runtime, Tx
 from refcore_memstore import memory_runtime
 from refcore_sqlstore import SqlStore
+from refcore_sqlstore import group_commit as group_commit_module
 from tests.sqlstore.raw import count
 from tests.sqlstore.test_group_commit import NOW, _commits, _turns, _user, _wait_until, _write_user
 from tests.stores import emptied_postgres_store, fresh_sqlite_store
@@ -142,3 +144,35 @@ def test_only_sqlite_has_write_batches() -> None:
     assert memory_runtime().write_batch is None
     with emptied_postgres_store() as postgres:
         assert postgres.runtime().write_batch is None
+
+
+def test_writes_after_sqlite_rolled_back_the_batchs_transaction_are_refused_not_committed_alone(
+    store: SqlStore, runtime: Runtime
+) -> None:
+    """A full disk or an I/O error in the middle of a statement makes SQLite roll back the whole
+    transaction, not the statement alone. The batch's later writes had then opened their
+    savepoints with no transaction around them, which SQLite takes as ``BEGIN``, and their
+    ``RELEASE`` committed each on its own at once, before the batch failed: a payment sent once
+    answered ``200`` (a replay of itself) when the batch's writes ran again alone, and its
+    events were never notified (probe Z). Such writes are refused as lost races instead, and run
+    again alone after the batch, as the server runs them."""
+
+    def rolled_back_by_sqlite(tx: Tx) -> None:
+        tx.uow.users.add(_user(99))
+        # What SQLite does itself on SQLITE_FULL or SQLITE_IOERR mid-statement.
+        batch = group_commit_module._held_batch()
+        assert batch is not None
+        driver = batch.connection.connection.dbapi_connection
+        assert driver is not None
+        driver.execute("ROLLBACK")
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with pytest.raises(ConcurrentWrite), runtime.batch():
+        _add_user(runtime, 1)
+        with pytest.raises(Exception, match=r"savepoint|disk is full"):
+            runtime.transaction(rolled_back_by_sqlite)
+        with pytest.raises(ConcurrentWrite):
+            _add_user(runtime, 3)
+    assert count(store, "users") == 0
+    assert _write_user(store, 4) == 1  # the writer turn is free again, and the next write commits
+    assert count(store, "users") == 1
