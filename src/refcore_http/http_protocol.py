@@ -27,6 +27,7 @@ client for seconds with one header value of 300 MiB, which httptools gathers by 
   attribute writes (about 10 thousand instructions, bench/history.md).
 - **No warning for a WebSocket upgrade**, which anyone could ask for to write the log.
 - **A chunked body's trailer fields are dropped**, never added to the request's headers.
+- **What the parser refuses is answered in the error envelope**, not uvicorn's plain text.
 
 The number of connections is not bounded here: behind a load balancer it bounds them, and a
 server facing clients directly should have a proxy in front that does (docs/deployment.md).
@@ -60,11 +61,10 @@ SWEEP_SECONDS = 1.0
 _SWEPT: weakref.WeakSet[ServerState] = weakref.WeakSet()
 
 
-def _head_too_large() -> bytes:
-    """The whole answer to a head over the limit, in the error envelope, closing the connection."""
-    body = error_response(
-        400, "validation_error", f"The request line and headers exceed {MAX_HEAD_BYTES} bytes"
-    ).body
+def _refusal(message: str) -> bytes:
+    """The whole answer ``400 validation_error`` with ``message``, in the error envelope,
+    closing the connection: for a request refused before it reaches the app."""
+    body = error_response(400, "validation_error", message).body
     return b"".join(
         [
             b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n",
@@ -74,7 +74,10 @@ def _head_too_large() -> bytes:
     )
 
 
-_HEAD_TOO_LARGE = _head_too_large()
+_HEAD_TOO_LARGE = _refusal(f"The request line and headers exceed {MAX_HEAD_BYTES} bytes")
+#: What the parser refuses (a method in lower case, ``Transfer-Encoding`` with
+#: ``Content-Length``, two lengths, ``Content-Length: +18``): uvicorn answered it in plain text.
+_NOT_HTTP = _refusal("The request is not valid HTTP/1.1")
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -123,6 +126,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
         elif self.request_bytes > self.max_request_bytes:
             self.transport.close()  # a chunked body's trailer, which the parser gathers whole
+
+    def send_400_response(self, msg: str) -> None:
+        """The parser's refusal in the error envelope, like every other failure (``docs/api.md``),
+        where uvicorn answered ``text/plain`` (probe AA)."""
+        self.transport.write(_NOT_HTTP)
+        self.transport.close()
 
     def pause_writing(self) -> None:
         super().pause_writing()

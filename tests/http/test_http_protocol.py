@@ -229,6 +229,29 @@ def test_a_chunked_bodys_trailer_fields_never_become_request_headers(port: int) 
     assert body["headers"] == ["host", "transfer-encoding"]
 
 
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"get /echo HTTP/1.1\r\nhost: x\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\n{}",
+        b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n{}",
+        b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: +2\r\n\r\n{}",
+    ],
+    ids=["lower-case method", "two lengths", "length and chunked", "signed length"],
+)
+def test_a_request_the_parser_refuses_is_answered_in_the_error_envelope(
+    port: int, request_bytes: bytes
+) -> None:
+    """uvicorn answered these ``text/plain``; api.md promises the envelope for every failure."""
+    with _connect(port) as connection:
+        connection.sendall(request_bytes)
+        received = _closed_within(connection, WAIT_SECONDS)
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: application/json" in head.lower()
+    assert json.loads(body)["error"]["code"] == "validation_error"
+
+
 def test_a_slow_upload_that_keeps_coming_is_not_cut_off(port: int) -> None:
     """A body's deadline counts from its last progress, as nginx's ``client_body_timeout``."""
     body = b"b" * 1000
