@@ -154,9 +154,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         headers, which the request's handler may read after its body: a credential, a
         ``Content-Type`` or an ``X-Forwarded-For`` sent in a trailer alone had counted, around
         the head that a proxy or a firewall judges (probe AA). RFC 9110 (6.5.1) lets a recipient
-        discard trailer fields, and refcore reads none."""
+        discard trailer fields, and refcore reads none.
+
+        uvicorn's own four lines, not a call of them: ``super()`` a header had cost the ceiling
+        8 thousand instructions a request, 3.4 % (``python -m bench.instructions``)."""
         if self.in_head:
-            super().on_header(name, value)
+            name = name.lower()
+            if name == b"expect" and value.lower() == b"100-continue":
+                self.expect_100_continue = True
+            self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self.in_head = False

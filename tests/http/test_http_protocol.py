@@ -229,6 +229,22 @@ def test_a_chunked_bodys_trailer_fields_never_become_request_headers(port: int) 
     assert body["headers"] == ["host", "transfer-encoding"]
 
 
+def test_a_client_that_expects_100_continue_is_told_to_send_its_body(port: int) -> None:
+    """The protocol reads the head's fields itself (it drops a trailer's), ``Expect`` included."""
+    with _connect(port) as connection:
+        connection.sendall(
+            b"POST /echo HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 2\r\n\r\n"
+        )
+        interim = b""
+        while b"\r\n\r\n" not in interim:
+            chunk = connection.recv(65536)
+            assert chunk, "closed without telling the client to send its body"
+            interim += chunk
+        assert interim.startswith(b"HTTP/1.1 100 Continue\r\n")
+        connection.sendall(b"{}")
+        assert _answer(connection) == (200, {"bytes": 2})
+
+
 @pytest.mark.parametrize(
     "request_bytes",
     [
