@@ -8,14 +8,17 @@ own vocabulary (the HTTP adapter maps kinds to status codes in one table).
 Messages never contain secrets: callers pass identifiers and field names only, and a message
 that quotes what a caller sent (an ID, a code, ``via``) leaves it out when it is shaped like a
 credential (:func:`refcore.credentials.quotable`): a key pasted where its ID belongs is not
-written back in the answer, as the access log does not write it either.
+written back in the answer, as the access log does not write it either. Every error also
+writes any credential-shaped token of its message and ``param`` as ``[redacted]`` when it is
+made, so a library caller gets the same guarantee the HTTP answers have: a key used as a
+program setting's name, a session token as a filter's, had come back whole (probe AD).
 """
 
 from __future__ import annotations
 
 import enum
 
-from refcore.credentials import quotable
+from refcore.credentials import quotable, without_credentials
 
 
 class ErrorKind(enum.Enum):
@@ -39,9 +42,10 @@ class RefcoreError(Exception):
     kind: ErrorKind = ErrorKind.INTERNAL
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        message = without_credentials(message)
         super().__init__(message)
         self.message = message
-        self.param = param
+        self.param = None if param is None else without_credentials(param)
         if code is not None:
             self.code = code
 

@@ -118,7 +118,12 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def prefix_of(identifier: str) -> str:
-    """``"txn"`` for ``"txn_01…"``; empty when the value carries no prefix."""
+def prefix_of(identifier: object) -> str:
+    """``"txn"`` for ``"txn_01…"``; empty when the value carries no prefix, or is no text at all:
+    a library caller's ``starting_after=5`` or ``get_event(rt, who, None)`` is then the same
+    ``invalid_starting_after`` or ``*_not_found`` as any other unknown ID, where it had been a
+    raw ``AttributeError`` (probe AD)."""
+    if not isinstance(identifier, str):
+        return ""
     head, sep, _ = identifier.partition("_")
     return head if sep else ""

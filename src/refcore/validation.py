@@ -40,13 +40,26 @@ _NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b\u202a-\u202e\
 
 
 def require_text(value: object, *, param: str, max_length: int = MAX_TEXT) -> str:
-    if not isinstance(value, str) or not value.strip():
+    """``value`` as a plain ``str``: non-blank, at most ``max_length`` characters, storable.
+
+    A ``str`` subclass is read as the text it holds, never through its own methods: one whose
+    ``__eq__`` always held had matched another record in the memory store and been written
+    there, where the SQL stores bind the text alone (probe AD)."""
+    if not isinstance(value, str):
         raise ValidationError(f"{param} must be a non-empty string", param=param)
-    if len(value) > max_length:
+    text = exact_str(value)
+    if not text.strip():
+        raise ValidationError(f"{param} must be a non-empty string", param=param)
+    if len(text) > max_length:
         raise ValidationError(f"{param} must be at most {max_length} characters", param=param)
-    if "\x00" in value or not value.isascii():
-        require_storable(value, param=param)
-    return value
+    if "\x00" in text or not text.isascii():
+        require_storable(text, param=param)
+    return text
+
+
+def exact_str(value: str) -> str:
+    """``value`` itself if it is a ``str``, else the plain ``str`` its subclass holds."""
+    return value if type(value) is str else str.__str__(value)
 
 
 def require_storable(text: str, *, param: str) -> None:

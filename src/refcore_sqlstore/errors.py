@@ -126,6 +126,10 @@ class _Translating:
             raise translate(error) from error
         if isinstance(error, UnicodeEncodeError):
             raise _unstorable_text() from error
+        if isinstance(error, OverflowError):
+            # SQLite's driver binds integers of 64 bits at most: a library caller's 2**63 where
+            # an ID belongs had escaped raw (probe AD). No record holds it, as above.
+            raise ValidationError("A value holds an integer too large for any record") from error
 
 
 _TRANSLATING = _Translating()

@@ -4,19 +4,31 @@ caller can pass anything."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from refcore.clocks import ManualClock
-from refcore.errors import NotFound, Unauthenticated, ValidationError
+from refcore.errors import InvalidStartingAfter, NotFound, Unauthenticated, ValidationError
 from refcore.models import DisputeStatus, EventType, Mode, RevenueSource
 from refcore.models.payout import PayoutExecutionStatus
-from refcore.services import affiliates, join, payout_executions, programs, revenue, tenancy, tracking
+from refcore.services import (
+    activity,
+    affiliates,
+    join,
+    payout_executions,
+    programs,
+    revenue,
+    tenancy,
+    tracking,
+)
 from refcore.services.principal import Principal, PrincipalKind, Scope
 from refcore.services.processor_events import ProcessorDispute, ProcessorPayment, apply_changes
 from refcore.services.revenue import DisputeReport, PaymentReport
 from refcore.services.runtime import Runtime
 from refcore.services.tracking import CaptureRequest
 from tests.contract.scenario import World, build_world
+from tests.contract.test_selfservice_contract import ListMailer
 from tests.payouts.world import build_payout_world
 
 
@@ -225,3 +237,160 @@ def test_a_service_given_an_id_that_is_not_text_answers_not_found_and_changes_no
     with pytest.raises(NotFound):
         affiliates.create_link(world.rt, world.session, wrong)  # type: ignore[arg-type]
     assert world.snapshot() == before
+
+
+# -- probe AD: what a library caller passes that the HTTP layer never could ---------------------
+
+#: Shaped like an App key refcore issues: the message and ``param`` must never carry it.
+PASTED_KEY = "key_app_" + "s3cr3t" * 8
+
+
+@pytest.mark.parametrize("bad", ["k\x00ey", "k\ud800"], ids=["nul", "surrogate"])
+def test_a_payout_report_key_no_store_can_keep_is_refused_on_every_store(
+    runtime: Runtime, clock: ManualClock, bad: str
+) -> None:
+    """The memory store and SQLite had recorded the payout succeeded under a key holding a NUL,
+    PostgreSQL refused it naming nothing: one money write, two outcomes."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    pw.earn(10_000)
+    pw.past_hold()
+    (execution,) = pw.dispatch(pw.prepare().id).executions
+    before = pw.world.snapshot()
+    with pytest.raises(ValidationError) as refused:
+        payout_executions.report_outcome(
+            runtime, pw.live_key, execution.id, PayoutExecutionStatus.SUCCEEDED, idempotency_key=bad
+        )
+    assert refused.value.param == "Idempotency-Key"
+    assert pw.world.snapshot() == before
+
+
+def test_a_credential_quoted_in_a_library_error_is_redacted(world: World) -> None:
+    """Errors made in the core quote what the caller sent: a key used as a program setting's name
+    or as a list filter's had come back whole in the message and ``param`` (over HTTP the
+    answer's last guard redacted it, a library caller had it raw)."""
+    refusals = []
+    with pytest.raises(ValidationError) as created:
+        programs.create_program(world.rt, world.session, {PASTED_KEY: 1})
+    refusals.append(created.value)
+    with pytest.raises(ValidationError) as updated:
+        programs.update_program(world.rt, world.session, world.program.id, {PASTED_KEY: 1})
+    refusals.append(updated.value)
+    with pytest.raises(ValidationError) as filtered:
+        activity.list_payments(world.rt, world.session, activity.ActivityQuery(filters={PASTED_KEY: "x"}))
+    refusals.append(filtered.value)
+    for refusal in refusals:
+        assert PASTED_KEY not in refusal.message and PASTED_KEY not in str(refusal)
+        assert refusal.param == "[redacted]"
+
+
+@pytest.mark.parametrize("value", [2**63, Decimal(1), ["a"], {"a": 1}, 5, None], ids=repr)
+@pytest.mark.parametrize("name", ["payment_id", "email"])
+def test_an_activity_filter_value_that_is_not_text_is_a_validation_error(
+    world: World, name: str, value: object
+) -> None:
+    """SQLite's driver had raised a raw ``OverflowError`` for 2**63 and an internal error for a
+    dict, where the memory store listed nothing; ``email=5`` a raw ``AttributeError``."""
+    lister = activity.list_payments if name == "payment_id" else activity.list_customers
+    with pytest.raises(ValidationError) as refused:
+        lister(world.rt, world.session, activity.ActivityQuery(filters={name: value}))  # type: ignore[dict-item]
+    assert refused.value.param == name
+
+
+def test_activity_filters_that_are_no_mapping_are_a_validation_error(world: World) -> None:
+    with pytest.raises(ValidationError) as refused:
+        activity.list_payments(world.rt, world.session, activity.ActivityQuery(filters=None))  # type: ignore[arg-type]
+    assert refused.value.param == "filters"
+
+
+def test_a_scope_naming_an_app_by_a_huge_number_is_a_catalog_error(world: World) -> None:
+    """SQLite's driver binds 64 bits at most: ``Scope(app_id=2**63)`` had raised ``OverflowError``."""
+    customer = world.referred_customer()
+    report = PaymentReport(
+        payment_id="pay_huge",
+        customer_id=customer.customer.id,
+        program_id=world.program.id,
+        amount=100,
+        currency="usd",
+    )
+    with pytest.raises((ValidationError, NotFound)):
+        revenue.record_payment(world.rt, Scope(app_id=2**63, mode=Mode.LIVE), report)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cursor", [5, True, {"id": "x"}], ids=repr)
+def test_a_cursor_that_is_not_text_is_invalid_starting_after(world: World, cursor: object) -> None:
+    with pytest.raises(InvalidStartingAfter):
+        activity.list_payments(
+            world.rt, world.session, activity.ActivityQuery(app_id=world.app.id, starting_after=cursor)
+        )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("wrong", [5, None, ["txn_x"]], ids=repr)
+def test_getting_activity_by_an_id_that_is_not_text_is_not_found(world: World, wrong: object) -> None:
+    with pytest.raises(NotFound):
+        activity.get_transaction(world.rt, world.session, wrong)  # type: ignore[arg-type]
+
+
+def test_program_settings_named_by_mixed_types_are_a_validation_error_naming_one(world: World) -> None:
+    """Sorting the unknown names had raised a raw ``TypeError``; a lone ``5`` was the ``param`` 5."""
+    before = world.snapshot()
+    with pytest.raises(ValidationError) as refused:
+        programs.create_program(world.rt, world.session, {1: 2, "a": 3})  # type: ignore[dict-item]
+    assert refused.value.param == "1"
+    with pytest.raises(ValidationError) as updated:
+        programs.update_program(world.rt, world.session, world.program.id, {5: 1})  # type: ignore[dict-item]
+    assert updated.value.param == "5"
+    assert world.snapshot() == before
+
+
+@pytest.mark.parametrize("client_ip", [True, 5, b"10.0.0.1", ["10.0.0.1"]], ids=repr)
+def test_a_signup_client_ip_that_is_not_text_is_refused(world: World, client_ip: object) -> None:
+    """``True`` and ``5`` had been counted as the addresses 0.0.0.1 and 0.0.0.5, bytes had raised
+    ``AttributeError``."""
+    before = world.snapshot()
+    with pytest.raises(ValidationError) as refused:
+        join.start_signup(
+            world.rt,
+            ListMailer(),
+            world.program.slug,
+            "new@x.example",
+            "New",
+            client_ip=client_ip,  # type: ignore[arg-type]
+        )
+    assert refused.value.param == "client_ip"
+    assert world.snapshot() == before
+
+
+class _AlwaysEqualText(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return 0
+
+
+class _AlwaysEqualNumber(int):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def test_text_and_amounts_of_subclasses_are_read_as_the_plain_values_they_hold(world: World) -> None:
+    """A ``str`` whose ``__eq__`` always held had been matched against another payment's ID by the
+    memory store (a false ``idempotency_conflict``), and an ``int`` that equals everything had
+    replayed a payment of another amount, where the SQL stores bound the plain values."""
+    customer = world.referred_customer()
+    first = world.pay(customer, 10_000, payment_id="pay_first")
+    second = world.pay(customer, _AlwaysEqualNumber(2_500), payment_id=_AlwaysEqualText("pay_second"))
+    assert second.created and second.record.id != first.record.id
+    assert type(second.record.payment_id) is str and second.record.payment_id == "pay_second"
+    assert type(second.record.amount) is int and second.record.amount == 2_500
+    assert world.entry_sum(second.record.id) == world.entry_sum(first.record.id) // 4
+
+
+def test_a_signup_client_ip_holding_an_unpaired_surrogate_is_counted_not_a_raw_error(world: World) -> None:
+    """Its rate-limit key had been a raw ``UnicodeEncodeError``; it is digested as it is."""
+    mailer = ListMailer()
+    join.start_signup(world.rt, mailer, world.program.slug, "new@x.example", "New", client_ip="10.0.0.\ud800")
+    assert mailer.token_for("new@x.example")

@@ -9,6 +9,7 @@ from collections.abc import Collection
 import pycountry
 
 from refcore.errors import ValidationError
+from refcore.validation import exact_str
 
 INT32_MAX = 2**31 - 1
 _CURRENCY = re.compile(r"[a-z]{3}")
@@ -29,6 +30,9 @@ def require_amount(value: object, *, param: str, positive: bool) -> int:
     """The amount as ``int``; JSON ``true``, ``2900.0`` and ``"2900"`` are refused, not coerced."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"{param} must be an integer number of minor units", param=param)
+    # An int subclass (an IntEnum, say) is read as the number it holds, never through its own
+    # comparisons: one whose ``__eq__`` always held had replayed another payment (probe AD).
+    value = value if type(value) is int else int.__int__(value)
     if value > INT32_MAX:
         raise ValidationError(f"{param} must fit a signed 32-bit integer", param=param)
     if positive and value <= 0:
@@ -44,7 +48,7 @@ def require_currency_format(value: object, *, param: str = "currency") -> str:
     # fullmatch, not match: ``$`` also matches before a trailing newline, so "usd\n" would pass.
     if not isinstance(value, str) or not _CURRENCY.fullmatch(value):
         raise ValidationError(f"{param} must be a lowercase three-letter ISO 4217 code", param=param)
-    return value
+    return exact_str(value)
 
 
 def is_iso_4217(code: str) -> bool:

@@ -46,7 +46,7 @@ from refcore.services.commissions import EntryPage, list_commissions
 from refcore.services.pagination import MAX_LIMIT, Page, paginate
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import address_key, require_choice
+from refcore.validation import address_key, require_choice, require_text
 
 
 @frozen
@@ -189,9 +189,14 @@ def _payment_filter(tx: Tx, scope: Scope, value: str) -> str:
 
 
 def _where(tx: Tx, principal: Principal, kind: ActivityKind, query: ActivityQuery) -> dict[str, object]:
-    for name in query.filters:
-        if name not in kind.filters:
-            raise ValidationError(f"{name} is not a filter of this list", param=name)
+    if not isinstance(query.filters, Mapping):
+        raise ValidationError("filters must map filter names to values", param="filters")
+    for name, value in query.filters.items():
+        if not isinstance(name, str) or name not in kind.filters:
+            raise ValidationError(f"{name} is not a filter of this list", param=str(name))
+        # A filter's value is text, as the query string's are: a library caller's 2**63 had
+        # been a raw OverflowError from SQLite's driver, a dict an internal error (probe AD).
+        require_text(value, param=name)
     program_id = query.filters.get("program_id") if kind.program_scoped else None
     scope = resolve_scope(
         tx, principal, app_id=query.app_id, environment=query.environment, program_id=program_id

@@ -36,7 +36,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from attrs import Attribute, evolve, field, frozen
 
 from refcore.credentials import digest, new_secret
-from refcore.errors import InternalError, InvalidSignupToken, NotFound
+from refcore.errors import InternalError, InvalidSignupToken, NotFound, ValidationError
 from refcore.models import AffiliateStatus, App, Program, ProgramAffiliate, ProgramStatus, ProgramTerms
 from refcore.models.app_profile import AgreementVersion, AppLogo
 from refcore.models.signup import PendingSignup
@@ -189,6 +189,9 @@ def start_signup(
         # Before anything is recorded: a signup without a way to send its link would be kept,
         # and the address's allowance spent, for a message that can never go (probe R).
         raise TypeError("mailer must be a refcore.ports.Mailer, with a send(message) method")
+    if client_ip is not None and not isinstance(client_ip, str):
+        # ``True`` and ``5`` had been counted as the addresses 0.0.0.1 and 0.0.0.5 (probe AD).
+        raise ValidationError("client_ip must be the client's address, as text", param="client_ip")
     address = kept_address(email)
     display = require_line(name, param="name")
     token = new_secret(TOKEN_PREFIX)

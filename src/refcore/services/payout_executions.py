@@ -49,7 +49,7 @@ from refcore.rules.payouts import payout_total
 from refcore.services.payout_access import execution_for_live_key
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
-from refcore.validation import optional_text, require_choice
+from refcore.validation import exact_str, optional_text, require_choice, require_storable
 
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -255,14 +255,18 @@ def require_idempotency_key(value: object) -> str:
     """The ``Idempotency-Key`` of a payout report, required because it is what tells a retried report
     (answered as a replay) from a second, conflicting one.
 
-    Errors: ``validation_error`` (missing, blank, or over 255 characters)."""
+    Errors: ``validation_error`` (missing, blank, over 255 characters, or holding what no store
+    can keep: a NUL, a lone surrogate, which the memory store and SQLite had recorded as the
+    payout's report and PostgreSQL refused without naming the key, probe AD)."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError("The Idempotency-Key header is required", param="Idempotency-Key")
-    if len(value) > MAX_IDEMPOTENCY_KEY:
+    key = exact_str(value)
+    if len(key) > MAX_IDEMPOTENCY_KEY:
         raise ValidationError(
             f"Idempotency-Key must be at most {MAX_IDEMPOTENCY_KEY} characters", param="Idempotency-Key"
         )
-    return value
+    require_storable(key, param="Idempotency-Key")
+    return key
 
 
 def report_outcome(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from attrs import evolve
@@ -90,6 +91,16 @@ def _settings(values: Mapping[str, Any]) -> dict[str, Any]:
 _CREATABLE = _UPDATABLE | {"app_id", "slug", "currency"}
 
 
+def _unknown_fields(values: Iterable[object], known: AbstractSet[str]) -> str | None:
+    """The first of the names ``values`` holds (in text order) that is not one of ``known``, as
+    text.
+
+    A library caller's names may be anything hashable: ``{1: 2, "a": 3}`` had been a raw
+    ``TypeError`` from sorting them, and a lone ``5`` the ``param`` 5 (probe AD)."""
+    unknown = sorted(str(name) for name in values if not isinstance(name, str) or name not in known)
+    return unknown[0] if unknown else None
+
+
 def create_program(rt: Runtime, principal: Principal, values: Mapping[str, Any]) -> Program:
     """A new ``active`` program of an App (``POST /v1/programs``); ``values`` as its JSON body.
 
@@ -102,9 +113,9 @@ def create_program(rt: Runtime, principal: Principal, values: Mapping[str, Any])
     ``app_not_found``."""
     if not isinstance(values, Mapping):
         raise ValidationError("the program's values must be a mapping of its fields")
-    unknown = sorted(set(values) - _CREATABLE)
+    unknown = _unknown_fields(values, _CREATABLE)
     if unknown:
-        raise ValidationError(f"{unknown[0]} is not a field of a program", param=unknown[0])
+        raise ValidationError(f"{unknown} is not a field of a program", param=unknown)
     app_id = require_text(values.get("app_id"), param="app_id")
     slug = require_slug(values.get("slug"))
     currency = require_currency(values.get("currency"))
@@ -171,10 +182,9 @@ def update_program(rt: Runtime, principal: Principal, program_id: str, values: M
     Errors: ``validation_error`` (such a field, or a bad value), ``program_not_found``."""
     if not isinstance(values, Mapping):
         raise ValidationError("the program's values must be a mapping of its fields")
-    unknown = set(values) - _UPDATABLE
+    unknown = _unknown_fields(values, _UPDATABLE)
     if unknown:
-        field = sorted(unknown)[0]
-        raise ValidationError(f"{field} cannot be changed", param=field)
+        raise ValidationError(f"{unknown} cannot be changed", param=unknown)
     settings = _settings(values)
 
     def work(tx: Tx) -> Program:

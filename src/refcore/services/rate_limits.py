@@ -45,8 +45,10 @@ def forgettable_before(now: datetime) -> datetime:
 
 
 def limit_key(scope: str, value: str) -> str:
-    """A counter key that does not store ``value`` (an address, an IP) in clear."""
-    return f"{scope}:{hashlib.sha256(value.encode('utf-8')).hexdigest()}"
+    """A counter key that does not store ``value`` (an address, an IP) in clear. An unpaired
+    surrogate (which no address holds) is digested as it is, as :func:`refcore.credentials.digest`
+    does, instead of a raw ``UnicodeEncodeError`` (probe AD)."""
+    return f"{scope}:{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
 #: How much of an IPv6 address one client is counted by: a /64, the least a network assigns one
