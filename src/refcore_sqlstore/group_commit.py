@@ -67,9 +67,8 @@ class Savepoint:
     them without SQLAlchemy's execution path, which cost four times the statements themselves.
     Their errors are the driver's (see :func:`refcore_sqlstore.errors.database_errors`)."""
 
-    def __init__(self, connection: Connection, name: str) -> None:
-        # The group commit runs on SQLite only (pysqlite's connection).
-        self._driver: sqlite3.Connection = cast(sqlite3.Connection, connection.connection.dbapi_connection)
+    def __init__(self, driver: sqlite3.Connection, name: str) -> None:
+        self._driver = driver
         self._name = name
         self._driver.execute(f"SAVEPOINT {name}")
         #: Neither released nor rolled back yet.
@@ -93,6 +92,9 @@ class _Group:
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
+        #: The driver's connection under it, which the members' savepoints are sent to (the group
+        #: commit runs on SQLite only: pysqlite's connection).
+        self.driver = cast(sqlite3.Connection, connection.connection.dbapi_connection)
         self.members = 0
         #: Savepoints opened on it so far, which also names the next one.
         self.savepoints = 0
@@ -109,13 +111,12 @@ class _Group:
         back the whole transaction, and a ``SAVEPOINT`` outside one begins a transaction of its
         own, which its ``RELEASE`` commits at once. A batch's writes after such a failure had
         each been committed alone, before the batch failed and ran them again (probe Z)."""
-        driver = cast(sqlite3.Connection, self.connection.connection.dbapi_connection)
-        if self.broken or not driver.in_transaction:
+        if self.broken or not self.driver.in_transaction:
             self.broken = True
             raise ConcurrentWrite("this write's group ended under it; run it again alone")
         self.savepoints += 1
         with database_errors():
-            return Savepoint(self.connection, f"member_{self.savepoints}")
+            return Savepoint(self.driver, f"member_{self.savepoints}")
 
 
 class GroupCommit:
