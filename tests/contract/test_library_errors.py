@@ -11,7 +11,7 @@ import pytest
 from refcore.clocks import ManualClock
 from refcore.errors import InvalidStartingAfter, NotFound, Unauthenticated, ValidationError
 from refcore.models import DisputeStatus, EventType, Mode, RevenueSource
-from refcore.models.payout import PayoutExecutionStatus
+from refcore.models.payout import PayoutExecution, PayoutExecutionStatus
 from refcore.services import (
     activity,
     affiliates,
@@ -29,7 +29,7 @@ from refcore.services.runtime import Runtime
 from refcore.services.tracking import CaptureRequest
 from tests.contract.scenario import World, build_world
 from tests.contract.test_selfservice_contract import ListMailer
-from tests.payouts.world import build_payout_world
+from tests.payouts.world import PayoutWorld, build_payout_world
 
 
 @pytest.fixture
@@ -58,16 +58,22 @@ def test_a_credential_that_is_not_text_is_unauthenticated(world: World, credenti
 # -- enum-valued arguments given as their strings (probe L) ---------------------------------------
 
 
+def _dispatched_payout(runtime: Runtime, clock: ManualClock) -> tuple[PayoutWorld, PayoutExecution]:
+    """A payout world whose one affiliate's 2,000 of commission is in a dispatched execution."""
+    pw = build_payout_world(runtime, clock, hold_days=0)
+    pw.earn(10_000)
+    pw.past_hold()
+    (execution,) = pw.dispatch(pw.prepare().id).executions
+    return pw, execution
+
+
 def test_a_payout_reported_succeeded_as_a_string_is_recorded_succeeded(
     runtime: Runtime, clock: ManualClock
 ) -> None:
     """Decisions 5: an execution's ``succeeded`` marks its entries paid. A library caller's
     ``"succeeded"`` had passed the outcome check (a StrEnum equals its value) and then been
     recorded as ``failed``, its money released to be paid a second time."""
-    pw = build_payout_world(runtime, clock, hold_days=0)
-    pw.earn(10_000)
-    pw.past_hold()
-    (execution,) = pw.dispatch(pw.prepare().id).executions
+    pw, execution = _dispatched_payout(runtime, clock)
     reported = payout_executions.report_outcome(
         runtime,
         pw.live_key,
@@ -88,10 +94,7 @@ def test_a_payout_reported_succeeded_as_a_string_is_recorded_succeeded(
 def test_a_payout_outcome_that_is_no_status_is_a_validation_error(
     runtime: Runtime, clock: ManualClock, outcome: object
 ) -> None:
-    pw = build_payout_world(runtime, clock, hold_days=0)
-    pw.earn(10_000)
-    pw.past_hold()
-    (execution,) = pw.dispatch(pw.prepare().id).executions
+    pw, execution = _dispatched_payout(runtime, clock)
     before = pw.world.snapshot()
     with pytest.raises(ValidationError) as refused:
         payout_executions.report_outcome(
@@ -251,10 +254,7 @@ def test_a_payout_report_key_no_store_can_keep_is_refused_on_every_store(
 ) -> None:
     """The memory store and SQLite had recorded the payout succeeded under a key holding a NUL,
     PostgreSQL refused it naming nothing: one money write, two outcomes."""
-    pw = build_payout_world(runtime, clock, hold_days=0)
-    pw.earn(10_000)
-    pw.past_hold()
-    (execution,) = pw.dispatch(pw.prepare().id).executions
+    pw, execution = _dispatched_payout(runtime, clock)
     before = pw.world.snapshot()
     with pytest.raises(ValidationError) as refused:
         payout_executions.report_outcome(
