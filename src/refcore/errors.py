@@ -42,10 +42,12 @@ class RefcoreError(Exception):
     kind: ErrorKind = ErrorKind.INTERNAL
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
-        message = without_credentials(message)
+        # str(): a library caller's field name may be any key of its mapping (a number, say),
+        # which a refusal names as text rather than failing to be made.
+        message = without_credentials(str(message))
         super().__init__(message)
         self.message = message
-        self.param = None if param is None else without_credentials(param)
+        self.param = None if param is None else without_credentials(str(param))
         if code is not None:
             self.code = code
 

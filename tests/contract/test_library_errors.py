@@ -394,3 +394,9 @@ def test_a_signup_client_ip_holding_an_unpaired_surrogate_is_counted_not_a_raw_e
     mailer = ListMailer()
     join.start_signup(world.rt, mailer, world.program.slug, "new@x.example", "New", client_ip="10.0.0.\ud800")
     assert mailer.token_for("new@x.example")
+
+
+def test_an_error_naming_a_field_by_a_number_names_it_as_text() -> None:
+    """A library caller's mapping may have any keys; the refusal naming one is still made."""
+    refused = ValidationError(f"{5} is not a field", param=5)  # type: ignore[arg-type]
+    assert (refused.param, refused.message) == ("5", "5 is not a field")
