@@ -18,6 +18,7 @@ from refcore.services.runtime import Runtime
 from refcore_http.app import create_app
 from refcore_http.bodies import read_body
 from refcore_http.settings import Settings
+from tests.http.asgi_calls import asgi_call
 from tests.http.world import Client, expect, new_tenant
 
 
@@ -136,30 +137,12 @@ def test_a_client_that_leaves_mid_body_writes_no_error_to_the_log(
     ``Unhandled error`` with its traceback, 11 lines anyone could write without a key by
     closing a capture's connection mid-body (probe AA). Nothing is recorded either."""
     app = create_app(runtime, settings)
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/capture",
-        "raw_path": b"/v1/capture",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"x"), (b"content-type", b"application/json"), (b"content-length", b"100")],
-        "client": ("203.0.113.7", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
     receive = Messages(
         [{"type": "http.request", "body": b'{"via":', "more_body": True}, {"type": "http.disconnect"}]
     )
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
+    headers = [(b"host", b"x"), (b"content-type", b"application/json"), (b"content-length", b"100")]
     with caplog.at_level(logging.INFO):
-        asyncio.run(app(scope, receive, send))
+        sent = asgi_call(app, "POST", "/v1/capture", headers=headers, receive=receive)
     assert receive.taken == 2
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert sent[0]["status"] == 400  # never read by the client, which has gone

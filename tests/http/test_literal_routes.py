@@ -15,6 +15,7 @@ from refcore.services.runtime import Runtime
 from refcore_http.app import create_app
 from refcore_http.literal_routes import LiteralPathRouter
 from refcore_http.settings import Settings
+from tests.http.asgi_calls import asgi_call
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
@@ -99,30 +100,7 @@ def test_both_lookups_take_a_literal_route_only_where_starlette_s_loop_would_hav
 
 
 def _asgi_call(app: ASGIApp, method: str, path: str) -> tuple[int, dict[bytes, bytes]]:
-    scope: Scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"testserver")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("testserver", 80),
-    }
-    sent: list[Message] = []
-
-    async def receive() -> Message:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))
-    start = sent[0]
+    start = asgi_call(app, method, path)[0]
     return start["status"], dict(start["headers"])
 
 
