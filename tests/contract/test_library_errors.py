@@ -400,3 +400,16 @@ def test_an_error_naming_a_field_by_a_number_names_it_as_text() -> None:
     """A library caller's mapping may have any keys; the refusal naming one is still made."""
     refused = ValidationError(f"{5} is not a field", param=5)  # type: ignore[arg-type]
     assert (refused.param, refused.message) == ("5", "5 is not a field")
+
+
+def test_an_activity_filter_value_of_a_str_subclass_matches_as_its_plain_text(world: World) -> None:
+    """The filter's checked text is matched, not the caller's object: one whose ``__eq__`` always
+    held had listed every payment of the memory store."""
+    customer = world.referred_customer()
+    world.pay(customer, 1_000, payment_id="pay_listed")
+    world.pay(customer, 1_000, payment_id="pay_other")
+    query = activity.ActivityQuery(
+        app_id=world.app.id, filters={"payment_id": _AlwaysEqualText("pay_listed")}
+    )
+    page = activity.list_payments(world.rt, world.session, query)
+    assert [p.payment_id for p in page.data] == ["pay_listed"]

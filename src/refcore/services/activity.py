@@ -191,18 +191,20 @@ def _payment_filter(tx: Tx, scope: Scope, value: str) -> str:
 def _where(tx: Tx, principal: Principal, kind: ActivityKind, query: ActivityQuery) -> dict[str, object]:
     if not isinstance(query.filters, Mapping):
         raise ValidationError("filters must map filter names to values", param="filters")
+    filters: dict[str, str] = {}
     for name, value in query.filters.items():
         if not isinstance(name, str) or name not in kind.filters:
             raise ValidationError(f"{name} is not a filter of this list", param=str(name))
         # A filter's value is text, as the query string's are: a library caller's 2**63 had
         # been a raw OverflowError from SQLite's driver, a dict an internal error (probe AD).
-        require_text(value, param=name)
-    program_id = query.filters.get("program_id") if kind.program_scoped else None
+        # The checked text is what is matched, never the caller's own object.
+        filters[name] = require_text(value, param=name)
+    program_id = filters.get("program_id") if kind.program_scoped else None
     scope = resolve_scope(
         tx, principal, app_id=query.app_id, environment=query.environment, program_id=program_id
     )
     where: dict[str, object] = {"app_id": scope.app_id, "mode": scope.mode}
-    for name, value in sorted(query.filters.items()):
+    for name, value in sorted(filters.items()):
         where[name] = _filter_value(tx, scope, name, value)
     return where
 
