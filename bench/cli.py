@@ -415,7 +415,7 @@ def _cpu(sample: Sample) -> str:
     cost = sample.cpu_ms_per_request
     if not cost:
         return f"load {sample.load1:.1f}"
-    shares = report.in_kernel(sample.kernel_share, sample.loop_share)
+    shares = report.cpu_shares(sample.kernel_share, sample.loop_share)
     return f"server CPU {cost:.2f} ms/request{shares}, load {sample.load1:.1f}"
 
 

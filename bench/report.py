@@ -38,10 +38,10 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def in_kernel(share: float | None, loop_share: float | None = None) -> str:
+def cpu_shares(kernel_share: float | None, loop_share: float | None) -> str:
     """`` (17% kernel, 21% loop)`` after a CPU figure: the kernel's and the event loop's
     parts of it, each left out for a run that did not measure it."""
-    parts = [f"{share:.0%} kernel"] if share is not None else []
+    parts = [f"{kernel_share:.0%} kernel"] if kernel_share is not None else []
     if loop_share is not None:
         parts.append(f"{loop_share:.0%} loop")
     return f" ({', '.join(parts)})" if parts else ""
@@ -51,7 +51,7 @@ def _server_cpu(row: Row | ScaleRow) -> str:
     """The server's CPU milliseconds a request, with the kernel's share when the run measured it."""
     if row.cpu_ms_per_request is None:
         return _f(None)
-    return _f(row.cpu_ms_per_request, 2) + in_kernel(row.kernel_share, row.loop_share)
+    return _f(row.cpu_ms_per_request, 2) + cpu_shares(row.kernel_share, row.loop_share)
 
 
 def _scaling_ratio(results: Results, store: str, scenario: str) -> tuple[float, float, int, int] | None:
