@@ -27,7 +27,7 @@ UNIQUE_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "payout_executions": (("live_program_affiliate_id",),),
     "payout_items": (("active_entry_id",),),
     "payout_report_keys": (("app_id", "idempotency_key"),),
-    "processor_connections": (("install_nonce",), ("active_app_mode",), ("active_account_mode",)),
+    "processor_connections": (("install_nonce",), ("active_app_mode",)),
     "pending_signups": (("token_digest",),),
     "rate_limit_counters": (("key", "window_start"),),
     "app_logos": (("app_id",),),

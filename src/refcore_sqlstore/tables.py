@@ -722,12 +722,13 @@ processor_connections = Table(
     _time("created_at"),
     _time("connected_at"),
     _time("disconnected_at", nullable=True),
-    # Set while the connection is active: one per App and mode, one App per account and mode.
+    # Set while the connection is active: one per App and mode; an account's may be several
+    # (refcore.models.processor).
     _text("active_app_mode", nullable=True),
     _text("active_account_mode", nullable=True),
     UniqueConstraint("install_nonce"),
     UniqueConstraint("active_app_mode"),
-    UniqueConstraint("active_account_mode"),
+    Index(None, "active_account_mode"),
     Index(None, "app_id", "id"),
     _mode_check(),
 )

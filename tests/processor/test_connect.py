@@ -15,6 +15,7 @@ from refcore_http.settings import Settings
 from tests.http.world import Client, expect, new_tenant
 from tests.processor.world import (
     CONNECT_URL,
+    Installation,
     claim,
     connect,
     connect_link,
@@ -130,6 +131,22 @@ def test_an_expired_state_cannot_be_claimed(client: Client, runtime: Runtime, cl
     assert body["error"]["param"] == "state" and "expired" in body["error"]["message"]
     assert stored_connections(runtime, tenant.app_id) == []
     assert not stored_app(runtime, tenant.app_id).processor_connected_test
+
+
+def test_an_exact_retry_of_a_claim_is_answered_after_its_state_expired(
+    client: Client, runtime: Runtime, clock: ManualClock
+) -> None:
+    """A stored answer never changes (docs/decisions.md): a retry an hour later had been told the
+    state expired, and a new link then that the App was already connected (probe AG)."""
+    tenant = new_tenant(client, runtime, "acme")
+    state = connect_link(client, tenant.session, app_id=tenant.app_id, mode="test")["state"]
+    installation = new_installation()
+    first = expect(claim(client, tenant.session, state, installation), 201)
+    clock.advance(timedelta(hours=2))
+    assert expect(claim(client, tenant.session, state, installation), 200) == first
+    body = expect(claim(client, tenant.session, state, new_installation()), 409, "state_conflict")
+    assert body["error"]["param"] == "state"
+    assert len(stored_connections(runtime, tenant.app_id)) == 1
 
 
 def test_a_state_claimed_just_before_it_expires_is_accepted(
@@ -284,15 +301,21 @@ def test_a_state_made_before_a_concurrent_claim_cannot_add_a_second_connection(
     expect(claim(client, tenant.session, second, new_installation()), 409, "state_conflict")
 
 
-def test_one_app_per_processor_account_and_mode(client: Client, runtime: Runtime) -> None:
-    acme = new_tenant(client, runtime, "acme")
-    rival = new_tenant(client, runtime, "rival")
-    installation = new_installation()
-    connect(client, acme, installation)
-    state = connect_link(client, rival.session, app_id=rival.app_id, mode="test")["state"]
-    body = expect(claim(client, rival.session, state, installation), 409, "state_conflict")
-    assert body["error"]["param"] == "account_id"
-    assert not stored_app(runtime, rival.app_id).processor_connected_test
+def test_an_account_connected_to_another_app_can_still_be_claimed_and_the_claim_says_nothing_of_it(
+    client: Client, runtime: Runtime
+) -> None:
+    """refcore cannot tell who owns an account, so a claim of an account another App connected is
+    not refused: refused, anyone could claim a tenant's account first with an invented secret and
+    lock its owner out, and learn from the refusal which accounts are connected (probe AG)."""
+    squatter = new_tenant(client, runtime, "squatter")
+    owner = new_tenant(client, runtime, "owner")
+    real = new_installation()
+    connect(client, squatter, Installation(account=real.account, secret="whsec_invented", livemode=False))
+    state = connect_link(client, owner.session, app_id=owner.app_id, mode="test")["state"]
+    body = expect(claim(client, owner.session, state, real), 201)
+    assert (body["app_id"], body["account_id"], body["status"]) == (owner.app_id, real.account, "active")
+    assert stored_app(runtime, owner.app_id).processor_connected_test
+    assert stored_app(runtime, squatter.app_id).processor_connected_test
 
 
 @pytest.mark.parametrize(
@@ -373,8 +396,8 @@ def test_connections_work_on_every_store(store_client: Client, store_runtime: Ru
     assert expect(claim(store_client, tenant.session, state, installation), 200) == first
     rival = new_tenant(store_client, store_runtime, "rival")
     rival_state = connect_link(store_client, rival.session, app_id=rival.app_id, mode="test")["state"]
-    expect(claim(store_client, rival.session, rival_state, installation), 409, "state_conflict")
+    expect(claim(store_client, rival.session, rival_state, installation), 201)  # the account is not unique
     expect(store_client.post("/v1/processor/disconnect", tenant.test_key, {}), 200)
     assert not stored_app(store_runtime, tenant.app_id).processor_connected_test
-    expect(claim(store_client, rival.session, rival_state, installation), 201)
     assert stored_app(store_runtime, rival.app_id).processor_connected_test
+    expect(claim(store_client, tenant.session, state, installation), 409, "state_conflict")  # used

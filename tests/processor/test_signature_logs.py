@@ -17,9 +17,10 @@ import httpx
 import pytest
 
 from refcore.clocks import ManualClock
-from tests.http.world import Client, expect
+from refcore.services.runtime import Runtime
+from tests.http.world import Client, expect, new_tenant
 from tests.processor import payloads
-from tests.processor.world import Installation, new_installation, post_event
+from tests.processor.world import Installation, connect, new_installation, post_event
 
 LOGGER = "refcore_http.processor"
 
@@ -84,6 +85,26 @@ def test_a_wrong_signature_logs_that_no_signature_matches(
     assert "no v1 signature matches" in line
     assert repr(installation.account) in line and "test" in line
     _holds_nothing_secret(line, installation, header)
+
+
+def test_a_signature_no_connection_of_a_shared_account_verifies_logs_how_many_were_tried(
+    client: Client,
+    runtime: Runtime,
+    clock: ManualClock,
+    installation: Installation,
+    warnings: pytest.LogCaptureFixture,
+) -> None:
+    rival = new_tenant(client, runtime, "rival")
+    shared = Installation(
+        account=installation.account, secret="whsec_rivalsJf8cVbNqM2fGxK3nP7rTzW", livemode=False
+    )
+    connect(client, rival, shared)
+    body = _body(installation, clock)
+    header = payloads.sign(body, "whsec_guessedJf8cVbNqM2fGxK3nP7rTzW", clock.now())
+    line = _refusal_line(warnings, post_event(client, body, header))
+    assert "no v1 signature matches the webhook secret of any of its 2 connections" in line
+    _holds_nothing_secret(line, installation, header)
+    _holds_nothing_secret(line, shared, header)
 
 
 def test_a_body_changed_after_signing_logs_that_no_signature_matches(

@@ -236,6 +236,46 @@ def test_an_event_is_recorded_only_in_the_app_of_its_account(
     assert _payments(client, rival.test_key) == []
 
 
+def test_an_account_claimed_by_two_apps_delivers_each_event_to_the_app_whose_secret_signed_it(
+    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, installation: Installation
+) -> None:
+    """A squatter who claimed acme's account with an invented secret (connected first) neither
+    blocks acme's deliveries nor receives them; what the squatter signs itself lands only in its
+    own App, and what neither secret signs is refused."""
+    squatter = new_tenant(client, runtime, "squatter")
+    connect(
+        client, squatter, Installation(account=installation.account, secret="whsec_invented", livemode=False)
+    )
+    owned = _charge(client, acme, installation, clock, "ch_owners")
+    expect(deliver(client, installation, "charge.succeeded", owned, at=clock.now()), 200)
+    own = _charge(client, squatter, installation, clock, "ch_squatters")
+    expect(
+        deliver(client, installation, "charge.succeeded", own, at=clock.now(), sign_with="whsec_invented"),
+        200,
+    )
+    forged = _charge(client, acme, installation, clock, "ch_forged_both")
+    expect(
+        deliver(client, installation, "charge.succeeded", forged, at=clock.now(), sign_with="whsec_guess"),
+        400,
+        "invalid_signature",
+    )
+    assert _payments(client, acme.test_key) == ["ch_owners"]
+    assert _payments(client, squatter.test_key) == ["ch_squatters"]
+
+
+def test_a_secret_two_connections_share_verifies_for_the_one_connected_first(
+    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, installation: Installation
+) -> None:
+    """Only one App records an event, whoever else holds its secret: the oldest connection."""
+    later = new_tenant(client, runtime, "later")
+    connect(client, later, installation)
+    charge = _charge(client, acme, installation, clock, "ch_shared_secret")
+    body = expect(deliver(client, installation, "charge.succeeded", charge, at=clock.now()), 200)
+    assert [record["payment_id"] for record in body["records"]] == ["ch_shared_secret"]
+    assert _payments(client, acme.test_key) == ["ch_shared_secret"]
+    assert _payments(client, later.test_key) == []
+
+
 def test_an_event_of_an_unknown_account_is_refused(client: Client, clock: ManualClock, acme: Tenant) -> None:
     stranger = new_installation()
     charge = payloads.charge(charge_id="ch_stranger", amount=100, created=clock.now())

@@ -15,6 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, insert, inspect, select, text
+from sqlalchemy.exc import IntegrityError
 
 from refcore_sqlstore import SqlStore
 from refcore_sqlstore.engine import create_store_engine, normalise_url
@@ -329,3 +330,59 @@ def test_migration_0014_lists_each_earlier_delivery_in_its_events_mode(empty_dat
             "whdl_test": (True, False),
             "whdl_ping": (True, True),
         }
+
+
+_INSERT_CONNECTION = text(
+    "INSERT INTO processor_connections (id, app_id, mode, account_id, webhook_secret_ciphertext,"
+    " install_nonce, created_at, connected_at, active_app_mode, active_account_mode)"
+    " VALUES (:id, :app, 'live', 'acct_1', 'sealed', :id, :at, :at, :app_mode, :account_mode)"
+)
+
+
+def _connection(connection_id: str, app_id: str) -> dict[str, object]:
+    """The values of an active Live connection of ``app_id`` to ``acct_1``."""
+    return {
+        "id": connection_id,
+        "app": app_id,
+        "at": _AT,
+        "app_mode": f"{app_id}:live",
+        "account_mode": "acct_1:live",
+    }
+
+
+def test_migration_0020_lets_a_second_app_connect_an_account_and_keeps_one_connection_per_app(
+    empty_database_url: str,
+) -> None:
+    """Probe AG: refusing a second App's claim of an account let anyone claim a tenant's account
+    first and lock its owner out. From 0020 the account's key is an index; the App's stays unique."""
+    with _transaction(empty_database_url) as connection:
+        command.upgrade(alembic_config(connection), "0019_composed_email_addresses")
+        for statement in _INSERT_APP:
+            connection.execute(statement, {"at": _AT})
+        connection.execute(
+            text(
+                "INSERT INTO apps (id, organization_id, name, created_at, processor_connected_test,"
+                " processor_connected_live) VALUES ('app_y', 'org_x', 'Y', :at, false, true)"
+            ),
+            {"at": _AT},
+        )
+        connection.execute(_INSERT_CONNECTION, _connection("pcn_x", "app_x"))
+    with _transaction(empty_database_url) as connection:
+        command.upgrade(alembic_config(connection), "0020_shared_processor_accounts")
+    with _transaction(empty_database_url) as connection:
+        connection.execute(_INSERT_CONNECTION, _connection("pcn_y", "app_y"))
+        rows = connection.execute(
+            text("SELECT id, app_id, active_account_mode FROM processor_connections ORDER BY id")
+        ).all()
+        assert [tuple(row) for row in rows] == [
+            ("pcn_x", "app_x", "acct_1:live"),
+            ("pcn_y", "app_y", "acct_1:live"),
+        ]
+    try:
+        with _transaction(empty_database_url) as connection:
+            connection.execute(_INSERT_CONNECTION, _connection("pcn_x2", "app_x"))
+    except IntegrityError as refused:
+        assert "active_app_mode" in str(refused)
+    else:
+        raise AssertionError("a second active connection of one App and mode was stored")
+    assert _differences(empty_database_url) == []

@@ -1,16 +1,21 @@
 """An App's connection to its payment processor, one per mode (interface 1 item 3a, 4.7).
 
-A connection binds one processor account (``acct_…``) in one mode to one App. The processor signs
+A connection binds a processor account (``acct_…``) in one mode to one App. The processor signs
 every event it delivers with a per-installation webhook secret; the service must read that secret
 back to verify each delivery, so it is stored sealed (AES-GCM, :class:`~refcore.crypto.SecretBox`),
 never in plain text, like the App's own webhook secret.
 
-"One active connection per App and mode" and "one App per account and mode" are unique keys, not
-checks, so that two concurrent claims cannot both win on any store: ``active_app_mode`` and
-``active_account_mode`` hold a value only while the connection is active, and every store refuses
-two rows with the same non-null value (a disconnected row sets them to ``None``, which never
-clashes). ``install_nonce`` is unique for the same reason: a connect link is claimed at most once.
-Rows are never deleted: a disconnected connection stays as history.
+"One active connection per App and mode" is a unique key, not a check, so that two concurrent
+claims cannot both win on any store: ``active_app_mode`` holds a value only while the connection is
+active, and every store refuses two rows with the same non-null value (a disconnected row sets it
+to ``None``, which never clashes). ``install_nonce`` is unique for the same reason: a connect link
+is claimed at most once. Rows are never deleted: a disconnected connection stays as history.
+
+An account is *not* unique to one App: refcore cannot tell who owns an account, and refusing a
+second App's claim let anyone claim another tenant's account first, with an invented secret, to
+block its owner and learn which accounts are connected (probe AG). ``active_account_mode`` (set
+while active, like ``active_app_mode``) finds an account's active connections; a delivery belongs
+to the one whose secret its signature verifies with (``docs/processor.md``).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ class ProcessorConnection:
     disconnected_at: datetime | None = None
     #: ``app_mode_key(app_id, mode)`` while active, ``None`` after: unique on every store.
     active_app_mode: str | None = None
-    #: ``account_mode_key(account_id, mode)`` while active, ``None`` after: unique on every store.
+    #: ``account_mode_key(account_id, mode)`` while active, ``None`` after: indexed, not unique.
     active_account_mode: str | None = None
 
     @property

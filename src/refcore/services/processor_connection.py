@@ -152,8 +152,9 @@ def encode_state(keys: ProcessorKeys, state: ConnectState) -> str:
     return f"{signed}.{_b64(keys.mac(signed.encode('ascii')))}"
 
 
-def decode_state(keys: ProcessorKeys, token: object, *, now: datetime) -> ConnectState:
-    """The state, if this server signed it and it has not expired; ``validation_error`` otherwise."""
+def decode_state(keys: ProcessorKeys, token: object) -> ConnectState:
+    """The state, if this server signed it; ``validation_error`` otherwise. Whether it has expired
+    is :func:`require_unexpired`'s question: an exact retry of its claim is answered even after."""
     text = require_text(token, param="state", max_length=1024)
     invalid = ValidationError("state is not a connect-link state issued by this server", param="state")
     version, _, rest = text.partition(".")
@@ -172,9 +173,12 @@ def decode_state(keys: ProcessorKeys, token: object, *, now: datetime) -> Connec
         )
     except (binascii.Error, UnicodeError, ValueError, KeyError, TypeError):
         raise invalid from None
+    return state
+
+
+def require_unexpired(state: ConnectState, *, now: datetime) -> None:
     if now >= state.expires_at:
         raise ValidationError("state has expired; create a new connect link", param="state")
-    return state
 
 
 # -- which App and mode a call is about ------------------------------------------------------
@@ -326,7 +330,10 @@ def claim_pending_install(
     """Bind a completed installation to the App and mode its connect-link ``state`` names.
 
     Claiming the same state again with the same account and secret answers the connection
-    (``created=False``); anything else with a used state is ``409 state_conflict``.
+    (``created=False``), even once the state has expired (a stored answer never changes); anything
+    else with a used state is ``409 state_conflict``. An account already connected to another App
+    is no reason to refuse (:mod:`refcore.models.processor`): the refusal had let anyone block an
+    account's owner and told them which accounts are connected.
 
     ``POST /v1/processor/claim-pending-install``. Errors: ``validation_error`` (``account_id``,
     ``webhook_secret``, ``app_id``; a ``state`` not signed by this server, expired, or for another App),
@@ -337,7 +344,7 @@ def claim_pending_install(
     named_app = None if app_id is None else require_text(app_id, param="app_id")
 
     def work(tx: Tx) -> Claimed:
-        claim = decode_state(keys, state, now=tx.now)
+        claim = decode_state(keys, state)
         caller_app = named_app or (principal.app_id if principal.is_app_key else None)
         if caller_app is not None and caller_app != claim.app_id:
             raise ValidationError("state was issued for another App", param="state")
@@ -352,15 +359,8 @@ def claim_pending_install(
             if used.active and used.account_id == account and keys.open_secret(used) == secret:
                 return Claimed(used, created=False)
             raise StateConflict("This connect link was already claimed; create a new one", param="state")
+        require_unexpired(claim, now=tx.now)
         _require_connectable(tx, app, claim.mode)
-        taken = tx.uow.processor_connections.find_one(
-            {"active_account_mode": account_mode_key(account, claim.mode)}
-        )
-        if taken is not None:
-            raise StateConflict(
-                f"Processor account {account} is already connected in {claim.mode.value} mode",
-                param="account_id",
-            )
         connection_id = tx.new_id(CONNECTION_PREFIX)
         connection = ProcessorConnection(
             id=connection_id,
@@ -501,26 +501,30 @@ class VerifyingSecret:
         return f"VerifyingSecret(connection_id={self.connection_id!r}, secret=<hidden>)"
 
 
-def secret_for_account(
+def secrets_for_account(
     rt: Runtime, keys: ProcessorKeys, account_id: str, mode: Mode
-) -> VerifyingSecret | None:
-    """The active connection of a processor account in one mode, with its plain secret; ``None``
-    when that account is not connected in that mode (never connected, or disconnected)."""
+) -> list[VerifyingSecret]:
+    """The active connections of a processor account in one mode, with their plain secrets, the
+    longest connected first; none when that account is not connected in that mode (never
+    connected, or disconnected). Usually one: more only where several Apps claimed the account
+    (:mod:`refcore.models.processor`), and a delivery belongs to the first whose secret verifies it.
+    """
 
-    def work(tx: Tx) -> ProcessorConnection | None:
-        return tx.uow.processor_connections.find_one(
+    def work(tx: Tx) -> list[ProcessorConnection]:
+        return tx.uow.processor_connections.find_all(
             {"active_account_mode": account_mode_key(account_id, mode)}
         )
 
-    connection = rt.read(work)
-    if connection is None:
-        return None
-    return VerifyingSecret(
-        connection_id=connection.id,
-        app_id=connection.app_id,
-        mode=connection.mode,
-        secret=keys.open_secret(connection),
-    )
+    connections = sorted(rt.read(work), key=lambda connection: (connection.connected_at, connection.id))
+    return [
+        VerifyingSecret(
+            connection_id=connection.id,
+            app_id=connection.app_id,
+            mode=connection.mode,
+            secret=keys.open_secret(connection),
+        )
+        for connection in connections
+    ]
 
 
 def represent_connection(connection: ProcessorConnection) -> JsonObject:

@@ -15,6 +15,7 @@ check, never the secret, a signature value or the header as sent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import stripe
@@ -86,25 +87,31 @@ def header_missing() -> SignatureRefused:
     )
 
 
-def verify_signature(payload: bytes, header: str | None, secret: str, *, now: datetime) -> None:
-    """Raise ``invalid_signature`` unless ``header`` signs ``payload`` with ``secret`` recently."""
+def verify_signature(payload: bytes, header: str | None, secrets: Sequence[str], *, now: datetime) -> int:
+    """The index of the first of ``secrets`` with which ``header`` signs ``payload``, recently;
+    ``invalid_signature`` when none does. Several secrets are an account's several connections
+    (``refcore.models.processor``), tried in order, each with the constant-time check."""
     if not header:
         raise header_missing()
     timestamp = signed_at(header)  # before the signature: the one t= both checks then read
     try:
-        stripe.WebhookSignature.verify_header(payload, header, secret, tolerance=None)
-    except stripe.SignatureVerificationError:
+        matching = next(
+            (index for index, secret in enumerate(secrets) if _signs(payload, header, secret)), None
+        )
+    except UnicodeDecodeError:
+        raise SignatureRefused(
+            UNVERIFIED, check="the body is not UTF-8, so no signature of it can match"
+        ) from None
+    if matching is None:
         malformation = _malformation(header)
         check = (
             f"the {SIGNATURE_HEADER} header is malformed: {malformation}"
             if malformation is not None
             else "no v1 signature matches the connection's webhook secret"
+            if len(secrets) == 1
+            else f"no v1 signature matches the webhook secret of any of its {len(secrets)} connections"
         )
-        raise SignatureRefused(UNVERIFIED, check=check) from None
-    except UnicodeDecodeError:
-        raise SignatureRefused(
-            UNVERIFIED, check="the body is not UTF-8, so no signature of it can match"
-        ) from None
+        raise SignatureRefused(UNVERIFIED, check=check)
     skew = now - timestamp
     if abs(skew) > TOLERANCE:
         direction = "before" if skew > timedelta(0) else "after"
@@ -115,3 +122,12 @@ def verify_signature(payload: bytes, header: str | None, secret: str, *, now: da
                 f"outside the {int(TOLERANCE.total_seconds())} s tolerance"
             ),
         )
+    return matching
+
+
+def _signs(payload: bytes, header: str, secret: str) -> bool:
+    try:
+        stripe.WebhookSignature.verify_header(payload, header, secret, tolerance=None)
+    except stripe.SignatureVerificationError:
+        return False
+    return True

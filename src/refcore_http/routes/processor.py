@@ -184,15 +184,21 @@ def receive_processor_event(call: Call) -> Reply:
         raise InvalidSignature("The event names no connected account (account and livemode)")
     account, livemode = routing
     mode = Mode.LIVE if livemode else Mode.TEST
-    verifying = connections.secret_for_account(call.runtime, processor_keys(call.settings), account, mode)
-    if verifying is None:
+    candidates = connections.secrets_for_account(call.runtime, processor_keys(call.settings), account, mode)
+    if not candidates:
         _refused("no active connection of this account in this mode", account=account, mode=mode)
         raise InvalidSignature(UNVERIFIED)
     try:
-        verify_signature(call.raw_body, header, verifying.secret, now=call.runtime.clock.now())
+        matching = verify_signature(
+            call.raw_body,
+            header,
+            [candidate.secret for candidate in candidates],
+            now=call.runtime.clock.now(),
+        )
     except SignatureRefused as refused:
         _refused(refused.check, account=account, mode=mode)
         raise
+    verifying = candidates[matching]
     event = parse_event(values)
     scope = Scope(app_id=verifying.app_id, mode=verifying.mode)
     recorded = apply_changes(call.runtime, scope, event.changes)
