@@ -426,7 +426,9 @@ def test_mark_paid_with_an_amount_records_only_a_payout_of_exactly_that_amount(
         assert _balance(client, session, tenant, program_affiliate_id=cy)["available"] == 2000
         assert _events(runtime, EventType.PAYOUT_SUCCEEDED) == []
 
-    for bad in (True, 2000.0, "2000", 0, -2000, 2**63, [2000], {"value": 2000}):
+    # ``null`` too: read as left out, it had skipped the check and recorded whatever was ready
+    # (probe AF).
+    for bad in (True, 2000.0, "2000", 0, -2000, 2**63, [2000], {"value": 2000}, None):
         refused = expect(client.post(path, session, {"amount": bad}), 400, "validation_error")
         assert refused["error"]["param"] == "amount", bad
         unchanged()
@@ -459,4 +461,4 @@ def test_the_openapi_document_marks_the_mark_paid_body_optional(client: Client) 
     schema = document["components"]["schemas"][reference.rsplit("/", 1)[1]]
     assert "amount" not in schema.get("required", [])
     amount = schema["properties"]["amount"]
-    assert (amount["minimum"], amount["maximum"]) == (1, 2**63 - 1)
+    assert (amount["type"], amount["minimum"], amount["maximum"]) == ("integer", 1, 2**63 - 1)  # no null

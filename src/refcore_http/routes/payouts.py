@@ -38,6 +38,7 @@ from refcore_http.replies import listing
 from refcore_http.schemas import (
     BOOLEAN,
     INTEGER,
+    NOT_NULL,
     OBJECTS,
     STRING,
     TIMESTAMP,
@@ -175,6 +176,7 @@ class MarkPaidBody:
     amount: int | None = field(
         default=None,
         metadata={
+            NOT_NULL: True,
             "description": "The ready payout's amount, in minor units: mark-paid records the payout"
             " only if it is exactly this, else 409 state_conflict and nothing changes",
             "minimum": 1,
@@ -185,6 +187,13 @@ class MarkPaidBody:
 
 def mark_payout_paid(call: Call) -> Reply:
     body: MarkPaidBody = call.body
+    if body.amount is None and "amount" in call.sent:
+        # Read as left out, a client that sends a value it has not got as ``null`` had lost the
+        # check without being told, and whatever was ready was recorded as paid (probe AF).
+        raise ValidationError(
+            "amount must be an integer, or left out to record whatever is ready; null is not a value for it",
+            param="amount",
+        )
     execution = payouts.mark_paid(
         call.runtime, call.who, call.params["programAffiliateId"], amount=body.amount
     )
