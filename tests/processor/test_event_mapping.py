@@ -136,6 +136,33 @@ def test_charge_refunded_records_each_succeeded_refund_it_lists(
     assert payment["refunded_amount"] == 1500
 
 
+def test_charge_refunded_listing_a_refund_of_another_charge_is_refused_whole(
+    client: Client, clock: ManualClock, acme: Tenant, installation: Installation, metadata: dict[str, str]
+) -> None:
+    """A refund listed in one charge's refunds had been applied to that charge whatever charge it
+    named (probe AG); the processor never sends such a list, so nothing of it is recorded."""
+    _paid(client, installation, clock, metadata, "ch_outer")
+    _paid(client, installation, clock, metadata, "ch_named")
+    refunds = [
+        payloads.refund(refund_id="re_ok", charge_id="ch_outer", amount=1000, created=clock.now()),
+        payloads.refund(refund_id="re_elsewhere", charge_id="ch_named", amount=500, created=clock.now()),
+    ]
+    charge = payloads.charge(
+        charge_id="ch_outer",
+        amount=8000,
+        metadata=metadata,
+        created=clock.now(),
+        amount_refunded=1500,
+        refunds=refunds,
+    )
+    refused = expect(
+        deliver(client, installation, "charge.refunded", charge, at=clock.now()), 400, "validation_error"
+    )
+    assert refused["error"]["param"] == "data"
+    payments = expect(client.get("/v1/transactions", acme.test_key), 200)["data"]
+    assert {p["payment_id"]: p["refunded_amount"] for p in payments} == {"ch_outer": 0, "ch_named": 0}
+
+
 def test_charge_refunded_without_its_refunds_list_records_nothing_from_it(
     client: Client, clock: ManualClock, acme: Tenant, installation: Installation, metadata: dict[str, str]
 ) -> None:

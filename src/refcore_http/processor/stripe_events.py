@@ -215,6 +215,11 @@ def _payment(charge: stripe.Charge) -> list[ProcessorChange]:
 
 
 def _refund(refund: stripe.Refund, *, charge_id: str | None = None) -> list[ProcessorChange]:
+    named = refund.charge if "charge" in refund else None
+    if charge_id is not None and named is not None and _object_id(named) != charge_id:
+        # Listed in one charge's refunds, it had been applied to that charge whatever it named
+        # (probe AG): the processor never sends such a list, so it is malformed.
+        raise ValueError("a listed refund names another charge")
     if refund.status != "succeeded":
         return []  # pending, requires_action, failed or canceled: nothing was refunded (yet)
     charge = charge_id if charge_id is not None else _object_id(refund.charge)
