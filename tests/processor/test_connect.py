@@ -396,8 +396,11 @@ def test_connections_work_on_every_store(store_client: Client, store_runtime: Ru
     assert expect(claim(store_client, tenant.session, state, installation), 200) == first
     rival = new_tenant(store_client, store_runtime, "rival")
     rival_state = connect_link(store_client, rival.session, app_id=rival.app_id, mode="test")["state"]
-    expect(claim(store_client, rival.session, rival_state, installation), 201)  # the account is not unique
+    # The account is not unique to one App, but one secret can verify for one App only.
+    same_secret = expect(claim(store_client, rival.session, rival_state, installation), 409, "state_conflict")
+    assert same_secret["error"]["param"] == "webhook_secret"
     expect(store_client.post("/v1/processor/disconnect", tenant.test_key, {}), 200)
     assert not stored_app(store_runtime, tenant.app_id).processor_connected_test
+    expect(claim(store_client, rival.session, rival_state, installation), 201)
     assert stored_app(store_runtime, rival.app_id).processor_connected_test
     expect(claim(store_client, tenant.session, state, installation), 409, "state_conflict")  # used

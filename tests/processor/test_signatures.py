@@ -4,24 +4,31 @@ is acted on only when its ``Stripe-Signature`` verifies with the secret of the c
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from refcore.clocks import ManualClock
-from refcore.services.runtime import Runtime
+from refcore.models import Mode
+from refcore.models.processor import CONNECTION_PREFIX, ProcessorConnection, account_mode_key, app_mode_key
+from refcore.services.processor_connection import ProcessorKeys
+from refcore.services.runtime import Runtime, Tx
 from refcore_http.app import create_app
 from refcore_http.settings import Settings
 from tests.http.world import Client, Tenant, expect, new_tenant
 from tests.processor import payloads
 from tests.processor.world import (
     CONNECT_URL,
+    SECRET_KEY,
     Installation,
+    claim,
     connect,
+    connect_link,
     deliver,
     new_installation,
     post_event,
     referred_customer,
+    stored_app,
 )
 
 
@@ -263,17 +270,92 @@ def test_an_account_claimed_by_two_apps_delivers_each_event_to_the_app_whose_sec
     assert _payments(client, squatter.test_key) == ["ch_squatters"]
 
 
+def test_a_second_app_claiming_an_account_with_the_same_secret_is_refused_and_told_why(
+    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, installation: Installation
+) -> None:
+    """The processor's signatures could not tell two Apps with one secret apart: the later claim
+    is refused, naming the secret, and acme keeps receiving its events (probe AH). Only a caller
+    that holds the secret learns that the account is connected."""
+    later = new_tenant(client, runtime, "later")
+    state = connect_link(client, later.session, app_id=later.app_id, mode="test")["state"]
+    refused = expect(claim(client, later.session, state, installation), 409, "state_conflict")
+    assert refused["error"]["param"] == "webhook_secret"
+    assert installation.secret not in str(refused)
+    assert not stored_app(runtime, later.app_id).processor_connected_test
+    charge = _charge(client, acme, installation, clock, "ch_still_acmes")
+    expect(deliver(client, installation, "charge.succeeded", charge, at=clock.now()), 200)
+    assert _payments(client, acme.test_key) == ["ch_still_acmes"]
+
+
 def test_a_secret_two_connections_share_verifies_for_the_one_connected_first(
     client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, installation: Installation
 ) -> None:
-    """Only one App records an event, whoever else holds its secret: the oldest connection."""
+    """Two claims with one secret at the same moment may both pass the claim's check (it is no
+    unique key); each event is then recorded in one App only, the one connected first."""
     later = new_tenant(client, runtime, "later")
-    connect(client, later, installation)
+    clock.advance(timedelta(seconds=1))
+    _add_connection(runtime, later.app_id, installation)
     charge = _charge(client, acme, installation, clock, "ch_shared_secret")
     body = expect(deliver(client, installation, "charge.succeeded", charge, at=clock.now()), 200)
     assert [record["payment_id"] for record in body["records"]] == ["ch_shared_secret"]
     assert _payments(client, acme.test_key) == ["ch_shared_secret"]
     assert _payments(client, later.test_key) == []
+
+
+def test_a_connection_whose_secret_this_server_cannot_open_blocks_no_other_app_of_its_account(
+    client: Client, runtime: Runtime, clock: ManualClock, acme: Tenant, installation: Installation
+) -> None:
+    """A squatter's connection sealed under a key the server lacks had answered acme's own
+    deliveries with 500 (probe AH). It is skipped; only a delivery no openable secret verifies
+    is the documented 500 of a changed server key, since the unopened one might have."""
+    squatter = new_tenant(client, runtime, "squatter")
+    _add_connection(  # connected before acme, so tried first
+        runtime,
+        squatter.app_id,
+        installation,
+        keys=ProcessorKeys("another-server-key-0123456789abcdef"),
+        connected_at=clock.now() - timedelta(days=1),
+    )
+    charge = _charge(client, acme, installation, clock, "ch_past_the_unopenable")
+    expect(deliver(client, installation, "charge.succeeded", charge, at=clock.now()), 200)
+    assert _payments(client, acme.test_key) == ["ch_past_the_unopenable"]
+    forged = _charge(client, acme, installation, clock, "ch_nobodys")
+    response = deliver(client, installation, "charge.succeeded", forged, at=clock.now(), sign_with="whsec_x")
+    assert response.status_code == 500
+    assert _payments(client, acme.test_key) == ["ch_past_the_unopenable"]
+
+
+def _add_connection(
+    runtime: Runtime,
+    app_id: str,
+    installation: Installation,
+    *,
+    keys: ProcessorKeys | None = None,
+    connected_at: datetime | None = None,
+) -> None:
+    """An active connection of ``app_id`` to the installation's account, written as a claim
+    writes it but without the claim's checks (what two claims at one moment can leave)."""
+    keys = keys or ProcessorKeys(SECRET_KEY)
+    mode = Mode.LIVE if installation.livemode else Mode.TEST
+
+    def work(tx: Tx) -> None:
+        connection_id = tx.new_id(CONNECTION_PREFIX)
+        tx.uow.processor_connections.add(
+            ProcessorConnection(
+                id=connection_id,
+                app_id=app_id,
+                mode=mode,
+                account_id=installation.account,
+                webhook_secret_ciphertext=keys.seal_secret(connection_id, app_id, installation.secret),
+                install_nonce=f"nonce-{connection_id}",
+                created_at=tx.now,
+                connected_at=connected_at or tx.now,
+                active_app_mode=app_mode_key(app_id, mode),
+                active_account_mode=account_mode_key(installation.account, mode),
+            )
+        )
+
+    runtime.transaction(work)
 
 
 def test_an_event_of_an_unknown_account_is_refused(client: Client, clock: ManualClock, acme: Tenant) -> None:

@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from attrs import evolve, frozen
 
-from refcore.crypto import FALLBACK_KEY_SETTING, SecretBox, derive_key
+from refcore.crypto import FALLBACK_KEY_SETTING, DecryptionError, SecretBox, derive_key
 from refcore.errors import (
     ModeMismatch,
     NotFound,
@@ -333,7 +333,8 @@ def claim_pending_install(
     (``created=False``), even once the state has expired (a stored answer never changes); anything
     else with a used state is ``409 state_conflict``. An account already connected to another App
     is no reason to refuse (:mod:`refcore.models.processor`): the refusal had let anyone block an
-    account's owner and told them which accounts are connected.
+    account's owner and told them which accounts are connected. Another App's connection of the
+    account with this very secret is (:func:`_require_own_secret`).
 
     ``POST /v1/processor/claim-pending-install``. Errors: ``validation_error`` (``account_id``,
     ``webhook_secret``, ``app_id``; a ``state`` not signed by this server, expired, or for another App),
@@ -361,6 +362,7 @@ def claim_pending_install(
             raise StateConflict("This connect link was already claimed; create a new one", param="state")
         require_unexpired(claim, now=tx.now)
         _require_connectable(tx, app, claim.mode)
+        _require_own_secret(tx, keys, account, claim.mode, secret)
         connection_id = tx.new_id(CONNECTION_PREFIX)
         connection = ProcessorConnection(
             id=connection_id,
@@ -379,6 +381,30 @@ def claim_pending_install(
         return Claimed(connection, created=True)
 
     return rt.transaction(work)
+
+
+def _require_own_secret(tx: Tx, keys: ProcessorKeys, account: str, mode: Mode, secret: str) -> None:
+    """``state_conflict`` when another App's active connection of this account and mode has this
+    very secret: the processor's signatures could not tell the two Apps apart, and the events
+    would go to the one connected first without a word to the other. Only a caller holding the
+    secret learns that the account is connected; a claim with any other secret learns nothing.
+
+    Checked in the claim's unit of work, not by a unique key: two such claims at the same moment
+    may both succeed, and then the routing's rule (the first connected takes each event) still
+    records every event in one App only."""
+    for other in tx.uow.processor_connections.find_all(
+        {"active_account_mode": account_mode_key(account, mode)}
+    ):
+        try:
+            theirs = keys.open_secret(other)
+        except DecryptionError:
+            continue  # sealed under a key this server lacks: it verifies nothing here either
+        if hmac.compare_digest(theirs.encode("utf-8"), secret.encode("utf-8")):
+            raise StateConflict(
+                f"Processor account {account} is connected to another App in {mode.value} mode with this"
+                " webhook secret, so its events could not tell the two apart; ask the operator",
+                param="webhook_secret",
+            )
 
 
 def _with_flag(app: App, mode: Mode, connected: bool) -> App:
@@ -488,43 +514,20 @@ def list_connections(
     return rt.read(work)
 
 
-@frozen
-class VerifyingSecret:
-    """What verifying one inbound event needs: the connection it belongs to and its secret."""
-
-    connection_id: str
-    app_id: str
-    mode: Mode
-    secret: str
-
-    def __repr__(self) -> str:
-        return f"VerifyingSecret(connection_id={self.connection_id!r}, secret=<hidden>)"
-
-
-def secrets_for_account(
-    rt: Runtime, keys: ProcessorKeys, account_id: str, mode: Mode
-) -> list[VerifyingSecret]:
-    """The active connections of a processor account in one mode, with their plain secrets, the
-    longest connected first; none when that account is not connected in that mode (never
-    connected, or disconnected). Usually one: more only where several Apps claimed the account
-    (:mod:`refcore.models.processor`), and a delivery belongs to the first whose secret verifies it.
-    """
+def connections_for_account(rt: Runtime, account_id: str, mode: Mode) -> list[ProcessorConnection]:
+    """The active connections of a processor account in one mode, the longest connected first;
+    none when that account is not connected in that mode (never connected, or disconnected).
+    Usually one: more only where several Apps claimed the account (:mod:`refcore.models.processor`),
+    and a delivery belongs to the first whose secret verifies it. Their secrets stay sealed until
+    a delivery is checked against each in turn (:meth:`ProcessorKeys.open_secret`), so the
+    connection that verifies first spares the opening of the others'."""
 
     def work(tx: Tx) -> list[ProcessorConnection]:
         return tx.uow.processor_connections.find_all(
             {"active_account_mode": account_mode_key(account_id, mode)}
         )
 
-    connections = sorted(rt.read(work), key=lambda connection: (connection.connected_at, connection.id))
-    return [
-        VerifyingSecret(
-            connection_id=connection.id,
-            app_id=connection.app_id,
-            mode=connection.mode,
-            secret=keys.open_secret(connection),
-        )
-        for connection in connections
-    ]
+    return sorted(rt.read(work), key=lambda connection: (connection.connected_at, connection.id))
 
 
 def represent_connection(connection: ProcessorConnection) -> JsonObject:

@@ -15,7 +15,7 @@ check, never the secret, a signature value or the header as sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 import stripe
@@ -87,17 +87,26 @@ def header_missing() -> SignatureRefused:
     )
 
 
-def verify_signature(payload: bytes, header: str | None, secrets: Sequence[str], *, now: datetime) -> int:
-    """The index of the first of ``secrets`` with which ``header`` signs ``payload``, recently;
-    ``invalid_signature`` when none does. Several secrets are an account's several connections
-    (``refcore.models.processor``), tried in order, each with the constant-time check."""
+def verify_signature(
+    payload: bytes, header: str | None, secrets: Iterable[str | None], *, now: datetime
+) -> int:
+    """The position in ``secrets`` of the first with which ``header`` signs ``payload``,
+    recently; ``invalid_signature`` when none does. Several secrets are an account's several
+    connections (``refcore.models.processor``), read one at a time and tried in order, each with
+    the constant-time check; ``None`` stands for one that cannot be tried (its position counts)."""
     if not header:
         raise header_missing()
     timestamp = signed_at(header)  # before the signature: the one t= both checks then read
+    matching: int | None = None
+    tried = 0
     try:
-        matching = next(
-            (index for index, secret in enumerate(secrets) if _signs(payload, header, secret)), None
-        )
+        for position, secret in enumerate(secrets):
+            if secret is None:
+                continue
+            tried += 1
+            if _signs(payload, header, secret):
+                matching = position
+                break
     except UnicodeDecodeError:
         raise SignatureRefused(
             UNVERIFIED, check="the body is not UTF-8, so no signature of it can match"
@@ -108,8 +117,8 @@ def verify_signature(payload: bytes, header: str | None, secrets: Sequence[str],
             f"the {SIGNATURE_HEADER} header is malformed: {malformation}"
             if malformation is not None
             else "no v1 signature matches the connection's webhook secret"
-            if len(secrets) == 1
-            else f"no v1 signature matches the webhook secret of any of its {len(secrets)} connections"
+            if tried == 1
+            else f"no v1 signature matches the webhook secret of any of its {tried} connections"
         )
         raise SignatureRefused(UNVERIFIED, check=check)
     skew = now - timestamp

@@ -9,12 +9,15 @@ processor's ``Stripe-Signature`` header, verified with the webhook secret of the
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Literal
 
 from attrs import field, frozen
 
+from refcore.crypto import DecryptionError
 from refcore.errors import InvalidSignature, StateConflict
 from refcore.models import Mode
+from refcore.models.processor import ProcessorConnection
 from refcore.representation import represent
 from refcore.services import processor_connection as connections
 from refcore.services.principal import Scope
@@ -158,6 +161,22 @@ def _refused(check: str, *, account: str | None = None, mode: Mode | None = None
 _LOGGED_ACCOUNT = 64
 
 
+def _secrets(
+    keys: connections.ProcessorKeys,
+    candidates: list[ProcessorConnection],
+    failures: list[DecryptionError],
+) -> Iterator[str | None]:
+    """Each candidate's secret, opened only when the one before did not verify the delivery;
+    ``None`` (and the error kept in ``failures``) for one sealed under a key this server lacks,
+    which then keeps no other App's connection of the account from verifying (probe AH)."""
+    for candidate in candidates:
+        try:
+            yield keys.open_secret(candidate)
+        except DecryptionError as error:
+            failures.append(error)
+            yield None
+
+
 def receive_processor_event(call: Call) -> Reply:
     """Verify, then record: nothing in the body is acted on before its signature checks out.
 
@@ -184,18 +203,23 @@ def receive_processor_event(call: Call) -> Reply:
         raise InvalidSignature("The event names no connected account (account and livemode)")
     account, livemode = routing
     mode = Mode.LIVE if livemode else Mode.TEST
-    candidates = connections.secrets_for_account(call.runtime, processor_keys(call.settings), account, mode)
+    candidates = connections.connections_for_account(call.runtime, account, mode)
     if not candidates:
         _refused("no active connection of this account in this mode", account=account, mode=mode)
         raise InvalidSignature(UNVERIFIED)
+    sealed_elsewhere: list[DecryptionError] = []
     try:
         matching = verify_signature(
             call.raw_body,
             header,
-            [candidate.secret for candidate in candidates],
+            _secrets(processor_keys(call.settings), candidates, sealed_elsewhere),
             now=call.runtime.clock.now(),
         )
     except SignatureRefused as refused:
+        if sealed_elsewhere:
+            # A secret this server cannot open might have verified it: ``500``, logged, as
+            # docs/processor.md says of a changed server key, rather than a refusal.
+            raise sealed_elsewhere[0] from None
         _refused(refused.check, account=account, mode=mode)
         raise
     verifying = candidates[matching]
