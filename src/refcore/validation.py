@@ -182,13 +182,23 @@ def _require_deliverable_unicode(address: str, *, param: str) -> None:
     - an invisible format character (``a\\u200b@b.example``), which let two affiliates of one
       program share a mailbox under addresses that read the same; the joiners stay, as in names
       (scripts need them, and IDNA 2008 allows them in places);
+    - a local part with compatibility characters (full-width letters, ``\u2165``, ligatures),
+      which NFKC would fold into others: refused, not folded, as in the domain;
     - a domain outside ASCII that IDNA 2008 cannot write in ASCII (:func:`idna_ascii_domain`):
       no relay could be told where to send, and the mailer had sent it raw under SMTPUTF8. A
       full-width ``a@\\uff42.example`` is refused so, rather than taken as ``b.example``.
     """
     if _holds_invisible_format(address):
         raise ValidationError(f"{param} must not hold invisible characters", param=param)
-    domain = address.rpartition("@")[2]
+    local, _, domain = address.rpartition("@")
+    if not local.isascii() and unicodedata.normalize("NFKC", local) != unicodedata.normalize("NFC", local):
+        # The domain's are refused by IDNA 2008 below; the local part's had been kept, so
+        # ``\uff42ob@x`` was an affiliate beside ``bob@x``, and a customer under it was not taken
+        # for ``bob@x`` referring themself (probe AI).
+        raise ValidationError(
+            f"{param} must not hold full-width or other compatibility letters: write the letters themselves",
+            param=param,
+        )
     if not domain.isascii() and idna_ascii_domain(domain) is None:
         raise ValidationError(
             f"{param} must have a domain that can receive mail (IDNA 2008; write full-width or "

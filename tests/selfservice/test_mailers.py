@@ -16,7 +16,8 @@ import pytest
 
 from refcore.ports.mailer import Message
 from refcore_http.mailers import ConsoleMailer, FileMailer, SmtpMailer, open_mailer, parse_mailer_spec
-from refcore_http.mailers.smtp import RelayBusy, ascii_domain
+from refcore_http.mailers.message import ascii_domain
+from refcore_http.mailers.smtp import RelayBusy
 from refcore_http.settings import Settings, SettingsError
 from tests.selfservice.world import mailbox
 
@@ -40,6 +41,28 @@ def test_the_file_mailer_writes_one_eml_file_per_message(tmp_path: Path) -> None
     assert first.get_body(preferencelist=("plain",)).get_content() == MESSAGE.text  # type: ignore[union-attr]
     assert second["To"] == "kim@x.example"
     assert first["Message-ID"] and first["Date"]
+
+
+@pytest.mark.parametrize(
+    ("address", "written"),
+    [
+        ("j@b\u00fccher.example", "j@xn--bcher-kva.example"),
+        ("zo\u00e9@example.com", "zo\u00e9@example.com"),
+        ("zo\u00e9@b\u00fccher.example", "zo\u00e9@xn--bcher-kva.example"),
+    ],
+)
+def test_the_file_mailer_writes_an_address_outside_ascii_as_an_address(
+    tmp_path: Path, address: str, written: str
+) -> None:
+    """Its domain in ASCII, its local part in raw UTF-8 (RFC 6532): written as encoded words, as
+    the default policy wrote it, it was no address at all (RFC 2047, 5; probe AI)."""
+    FileMailer(tmp_path, sender="join@acme.example").send(Message(to=address, subject="Hi", text="x\n"))
+    (path,) = tmp_path.iterdir()
+    raw = path.read_bytes()
+    assert b"=?utf-8?" not in raw
+    assert f"To: {written}".encode() in raw
+    (message,) = mailbox(tmp_path)
+    assert message["To"] == written
 
 
 def test_the_console_mailer_prints_the_whole_message(capsys: pytest.CaptureFixture[str]) -> None:

@@ -62,6 +62,20 @@ def test_decisions_3_self_referral_compares_emails_case_insensitively(email: str
     assert not may_attribute(PROGRAM, AFFILIATE, email)
 
 
+@pytest.mark.parametrize(
+    ("affiliate_email", "customer_email"),
+    [("strasse@example.com", "stra\u00dfe@example.com"), ("stra\u00dfe@example.com", "STRASSE@example.com")],
+)
+def test_decisions_3_self_referral_is_the_address_that_tells_affiliates_apart(
+    affiliate_email: str, customer_email: str
+) -> None:
+    """``strasse@`` and ``straße@`` are two mailboxes, which may be two affiliates of one program;
+    case-folded, one was taken for a self-referral of the other (probe AI)."""
+    affiliate = evolve(AFFILIATE, email=affiliate_email)
+    assert not is_self_referral(affiliate, customer_email)
+    assert is_self_referral(affiliate, affiliate_email.capitalize())
+
+
 def test_decisions_3_no_email_is_never_self_referral() -> None:
     assert not is_self_referral(AFFILIATE, None)
     assert may_attribute(PROGRAM, AFFILIATE, None)

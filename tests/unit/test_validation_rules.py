@@ -113,6 +113,10 @@ def test_an_ordinary_e_mail_address_is_accepted_as_it_is(address: str) -> None:
         "a@\u212a.example",  # KELVIN SIGN, whose lower case is k
         "a@\u0301b.example",  # a label that starts with a combining mark
         "k3@\u2165.example",  # a Roman numeral: UTS 46 would read vi
+        # Compatibility letters before the @ too (probe AI): NFKC would fold them into others.
+        "\uff42ob@example.com",  # full-width b: not bob@
+        "\u2165bob@example.com",  # a Roman numeral six: not vibob@
+        "\ufb01le@example.com",  # the ligature fi: not file@
     ],
 )
 def test_an_e_mail_address_outside_ascii_that_names_no_mailbox_is_refused(address: str) -> None:

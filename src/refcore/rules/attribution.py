@@ -10,11 +10,11 @@ from refcore.validation import address_key
 
 def is_self_referral(affiliate: ProgramAffiliate, customer_email: str | None) -> bool:
     """The customer's address is the affiliate's, compared in the one form of
-    :func:`~refcore.validation.address_key` (and case-folded): also an affiliate stored before
-    addresses were composed (NFC) is recognized under either spelling."""
-    return customer_email is not None and (
-        address_key(customer_email).casefold() == address_key(affiliate.email).casefold()
-    )
+    :func:`~refcore.validation.address_key`, the form that tells two affiliates of a program
+    apart: also an affiliate stored before addresses were composed (NFC) is recognized under
+    either spelling. Case-folded as well, ``straße@…`` had been taken for the affiliate
+    ``strasse@…``, another mailbox that can be another affiliate of the program (probe AI)."""
+    return customer_email is not None and address_key(customer_email) == address_key(affiliate.email)
 
 
 def click_within_window(click: Click, program: Program, now: datetime) -> bool:

@@ -11,6 +11,7 @@ import os
 import tempfile
 import time
 import uuid
+from email.policy import SMTPUTF8
 from pathlib import Path
 
 from refcore.ports.mailer import Message
@@ -24,7 +25,10 @@ class FileMailer:
 
     def send(self, message: Message) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        data = to_email(message, sender=self.sender).as_bytes()
+        email = to_email(message, sender=self.sender)
+        # A local part outside ASCII in raw UTF-8 (RFC 6532), as a relay offering SMTPUTF8 takes
+        # it: the default policy wrote it as encoded words, which no address may hold (probe AI).
+        data = email.as_bytes(policy=SMTPUTF8) if not message.to.isascii() else email.as_bytes()
         name = f"{time.time_ns():020d}-{uuid.uuid4().hex}.eml"
         handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
         try:

@@ -17,29 +17,12 @@ from __future__ import annotations
 import smtplib
 import threading
 
-from attrs import evolve
-
 from refcore.ports.mailer import Message
-from refcore.validation import idna_ascii_domain
 from refcore_http.mailers.message import to_email
 
 TIMEOUT_SECONDS = 10.0
 #: Messages being handed to the relay at once, per process (of the default eight workers).
 MAX_SENDING = 2
-
-
-def ascii_domain(address: str) -> str:
-    """``address`` with its domain in the ASCII form of internationalised names
-    (:func:`refcore.validation.idna_ascii_domain`), which every relay takes. With the domain as
-    it was, smtplib needed the relay's SMTPUTF8 extension, and each join to such an address
-    failed with ``internal_error`` after using its allowances (probe M). A local part outside
-    ASCII still needs SMTPUTF8, which only the relay can offer. A domain IDNA 2008 refuses (the
-    API refuses such addresses now; one stored before) is left as it is, and the relay judges it."""
-    local, at, domain = address.rpartition("@")
-    if not at or domain.isascii():
-        return address
-    encoded = idna_ascii_domain(domain)
-    return address if encoded is None else f"{local}@{encoded}"
 
 
 class RelayBusy(Exception):
@@ -63,7 +46,7 @@ class SmtpMailer:
         self._sending = threading.BoundedSemaphore(max_sending)
 
     def send(self, message: Message) -> None:
-        email = to_email(evolve(message, to=ascii_domain(message.to)), sender=self.sender)
+        email = to_email(message, sender=self.sender)
         if not self._sending.acquire(blocking=False):
             raise RelayBusy(f"{self.host}:{self.port} is still busy with earlier messages")
         try:
