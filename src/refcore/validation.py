@@ -236,12 +236,29 @@ def kept_address(value: object, *, param: str = "email") -> str:
 
 def address_key(address: str) -> str:
     """``address`` in the one form two spellings of it share: lower-cased (``Case@X.example``
-    had become a second customer beside ``case@x.example``) and, outside ASCII, in Unicode's
-    composed form NFC (RFC 6532), so that ``é`` typed as one character and as ``e`` with a
-    combining accent is one address: one customer, one affiliate of a program, and a customer
-    recognized as the affiliate referring themself."""
+    had become a second customer beside ``case@x.example``), its domain in Unicode rather than
+    IDNA's ASCII form (:func:`_unicode_domain`) and, outside ASCII, in Unicode's composed form
+    NFC (RFC 6532), so that ``é`` typed as one character and as ``e`` with a combining accent is
+    one address: one customer, one affiliate of a program, and a customer recognized as the
+    affiliate referring themself."""
     lowered = address.strip().lower()
+    if "xn--" in lowered:
+        lowered = _unicode_domain(lowered)
     return lowered if lowered.isascii() else unicodedata.normalize("NFC", lowered)
+
+
+def _unicode_domain(address: str) -> str:
+    """``address`` with a domain written in IDNA's ASCII form (``xn--bcher-kva.example``) in the
+    Unicode one it stands for (``bücher.example``), the form an address typed by a person has:
+    the two spellings had been two affiliates of one program, and a customer under one was not
+    taken for the affiliate under the other (probe AI). A label IDNA 2008 cannot decode is left."""
+    local, at, domain = address.rpartition("@")
+    if not at or "xn--" not in domain:
+        return address
+    try:
+        return f"{local}@{idna.decode(domain)}"
+    except idna.IDNAError:
+        return address
 
 
 def ascii_lower(text: str) -> str:

@@ -272,6 +272,33 @@ def test_an_affiliate_address_in_the_other_unicode_spelling_is_already_in_the_pr
         world.add_affiliate(email=_DECOMPOSED)
 
 
+#: One mailbox whose domain is written in Unicode and in IDNA's ASCII form.
+_UNICODE_DOMAIN = "me@b\u00fccher.example"
+_ASCII_DOMAIN = "me@xn--bcher-kva.example"
+
+
+@pytest.mark.parametrize(
+    ("affiliate_email", "customer_email"),
+    [(_UNICODE_DOMAIN, _ASCII_DOMAIN), (_ASCII_DOMAIN, _UNICODE_DOMAIN.upper())],
+)
+def test_decisions_3_self_referral_is_recognized_whichever_way_the_domain_is_written(
+    world: World, affiliate_email: str, customer_email: str
+) -> None:
+    """Probe AI: the ASCII form of the affiliate's own domain had been attributed."""
+    affiliate = world.add_affiliate(email=affiliate_email)
+    assert affiliate.email == _UNICODE_DOMAIN
+    result = world.identify(world.capture(link=world.add_link(affiliate)), email=customer_email)
+    assert not result.referral.attributed
+
+
+def test_an_affiliate_address_with_its_domain_in_the_other_form_is_already_in_the_program(
+    world: World,
+) -> None:
+    world.add_affiliate(email=_ASCII_DOMAIN)
+    with pytest.raises(ValidationError, match="already an affiliate"):
+        world.add_affiliate(email=_UNICODE_DOMAIN)
+
+
 def test_decisions_3_first_attribution_wins(world: World) -> None:
     first = world.referred_customer(external_customer_id="user-1")
     other = world.add_affiliate()

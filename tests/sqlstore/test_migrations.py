@@ -386,3 +386,43 @@ def test_migration_0020_lets_a_second_app_connect_an_account_and_keeps_one_conne
     else:
         raise AssertionError("a second active connection of one App and mode was stored")
     assert _differences(empty_database_url) == []
+
+
+def test_migration_0021_writes_an_ascii_form_domain_in_unicode_unless_that_address_is_taken(
+    empty_database_url: str,
+) -> None:
+    """Probe AI: ``me@xn--bcher-kva.example`` and ``me@bücher.example`` were two affiliates of one
+    program. Lookups convert the domain to Unicode from 0021 on, which converts what is stored;
+    where the Unicode form already has a record under a unique key, the row is left as it is."""
+    unicode_form, ascii_form = "me@b\u00fccher.example", "me@xn--bcher-kva.example"
+    customers_before = {
+        "rcus_ascii": ascii_form,
+        "rcus_bad_label": "me@xn--zz.example",  # IDNA 2008 cannot decode it: left
+        "rcus_plain": "plain@x.example",
+        "rcus_none": None,
+    }
+    with _customers_at(empty_database_url, "0020_shared_processor_accounts", customers_before) as connection:
+        values = {"at": _AT, "u": unicode_form, "a": ascii_form, "other": "you@xn--strae-oqa.de"}
+        for statement in (
+            *_INSERT_APP,
+            "INSERT INTO users (id, email, created_at) VALUES ('usr_a', :a, :at), ('usr_u', :u, :at),"
+            " ('usr_other', :other, :at)",
+            "INSERT INTO programs (id, app_id, name, slug, currency, commission_type, commission_value,"
+            " attribution_window_days, hold_days, minimum_payout, auto_approve, promotion_code_fallback,"
+            " status, created_at) VALUES ('prg_1', 'app_x', 'P', 'p1', 'usd', 'percent', 2000, 60, 30, 0,"
+            " false, false, 'active', :at), ('prg_2', 'app_x', 'Q', 'p2', 'usd', 'percent', 2000, 60, 30,"
+            " 0, false, false, 'active', :at)",
+            "INSERT INTO program_affiliates (id, app_id, program_id, email, name, status, created_at) VALUES"
+            " ('aff_1a', 'app_x', 'prg_1', :a, 'M', 'active', :at),"
+            " ('aff_1u', 'app_x', 'prg_1', :u, 'M', 'active', :at),"
+            " ('aff_2a', 'app_x', 'prg_2', :a, 'M', 'active', :at)",
+        ):
+            connection.execute(text(statement) if isinstance(statement, str) else statement, values)
+
+        command.upgrade(alembic_config(connection), "0021_unicode_address_domains")
+
+        users = dict(connection.execute(text("SELECT id, email FROM users")).all())
+        assert users == {"usr_a": ascii_form, "usr_u": unicode_form, "usr_other": "you@stra\u00dfe.de"}
+        affiliates = dict(connection.execute(text("SELECT id, email FROM program_affiliates")).all())
+        assert affiliates == {"aff_1a": ascii_form, "aff_1u": unicode_form, "aff_2a": unicode_form}
+        assert _stored_emails(connection) == {**customers_before, "rcus_ascii": unicode_form}

@@ -231,3 +231,22 @@ def test_decisions_8_a_program_created_with_a_field_it_does_not_have_is_refused(
     assert refused.value.param == param
     with pytest.raises(ValidationError):
         programs.create_program(rt, session, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        ("me@xn--bcher-kva.example", "me@b\u00fccher.example"),
+        ("Me@XN--BCHER-KVA.Example", "me@b\u00fccher.example"),
+        ("me@b\u00fccher.example", "me@b\u00fccher.example"),
+        ("me@mail.xn--strae-oqa.de", "me@mail.stra\u00dfe.de"),
+        ("me@xn--zz.example", "me@xn--zz.example"),  # no A-label IDNA 2008 decodes: left
+        ("xn--me@example.com", "xn--me@example.com"),  # only the domain is IDNA's
+    ],
+)
+def test_an_address_key_names_an_internationalised_domain_in_unicode(address: str, key: str) -> None:
+    """Probe AI: the two spellings of one mailbox were two affiliates of a program, and a customer
+    under one was not the affiliate under the other referring themself."""
+    from refcore import validation
+
+    assert validation.address_key(address) == key
