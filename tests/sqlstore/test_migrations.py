@@ -242,29 +242,14 @@ def test_migration_0019_composes_every_kept_address_unless_the_composed_one_is_t
         "rcus_none": None,
     }
     with _customers_at(empty_database_url, "0018_reversals_never_held", customers_before) as connection:
-        values = {"at": _AT, "d": _DECOMPOSED, "c": _COMPOSED, "other": "ze\u0301@x.example"}
-        for statement in (
-            *_INSERT_APP,
-            "INSERT INTO users (id, email, created_at) VALUES ('usr_d', :d, :at), ('usr_c', :c, :at),"
-            " ('usr_other', :other, :at)",
-            "INSERT INTO programs (id, app_id, name, slug, currency, commission_type, commission_value,"
-            " attribution_window_days, hold_days, minimum_payout, auto_approve, promotion_code_fallback,"
-            " status, created_at) VALUES ('prg_1', 'app_x', 'P', 'p1', 'usd', 'percent', 2000, 60, 30, 0,"
-            " false, false, 'active', :at), ('prg_2', 'app_x', 'Q', 'p2', 'usd', 'percent', 2000, 60, 30,"
-            " 0, false, false, 'active', :at)",
-            "INSERT INTO program_affiliates (id, app_id, program_id, email, name, status, created_at) VALUES"
-            " ('aff_1d', 'app_x', 'prg_1', :d, 'J', 'active', :at),"
-            " ('aff_1c', 'app_x', 'prg_1', :c, 'J', 'active', :at),"
-            " ('aff_2d', 'app_x', 'prg_2', :d, 'J', 'active', :at)",
-        ):
-            connection.execute(text(statement) if isinstance(statement, str) else statement, values)
+        _two_spellings_of_one_person(connection, old=_DECOMPOSED, new=_COMPOSED, other="ze\u0301@x.example")
 
         command.upgrade(alembic_config(connection), "0019_composed_email_addresses")
 
         users = dict(connection.execute(text("SELECT id, email FROM users")).all())
-        assert users == {"usr_d": _DECOMPOSED, "usr_c": _COMPOSED, "usr_other": "z\u00e9@x.example"}
+        assert users == {"usr_old": _DECOMPOSED, "usr_new": _COMPOSED, "usr_other": "z\u00e9@x.example"}
         affiliates = dict(connection.execute(text("SELECT id, email FROM program_affiliates")).all())
-        assert affiliates == {"aff_1d": _DECOMPOSED, "aff_1c": _COMPOSED, "aff_2d": _COMPOSED}
+        assert affiliates == {"aff_1old": _DECOMPOSED, "aff_1new": _COMPOSED, "aff_2old": _COMPOSED}
         assert _stored_emails(connection) == {**customers_before, "rcus_decomposed": _COMPOSED}
 
 
@@ -402,27 +387,36 @@ def test_migration_0021_writes_an_ascii_form_domain_in_unicode_unless_that_addre
         "rcus_none": None,
     }
     with _customers_at(empty_database_url, "0020_shared_processor_accounts", customers_before) as connection:
-        values = {"at": _AT, "u": unicode_form, "a": ascii_form, "other": "you@xn--strae-oqa.de"}
-        for statement in (
-            *_INSERT_APP,
-            "INSERT INTO users (id, email, created_at) VALUES ('usr_a', :a, :at), ('usr_u', :u, :at),"
-            " ('usr_other', :other, :at)",
-            "INSERT INTO programs (id, app_id, name, slug, currency, commission_type, commission_value,"
-            " attribution_window_days, hold_days, minimum_payout, auto_approve, promotion_code_fallback,"
-            " status, created_at) VALUES ('prg_1', 'app_x', 'P', 'p1', 'usd', 'percent', 2000, 60, 30, 0,"
-            " false, false, 'active', :at), ('prg_2', 'app_x', 'Q', 'p2', 'usd', 'percent', 2000, 60, 30,"
-            " 0, false, false, 'active', :at)",
-            "INSERT INTO program_affiliates (id, app_id, program_id, email, name, status, created_at) VALUES"
-            " ('aff_1a', 'app_x', 'prg_1', :a, 'M', 'active', :at),"
-            " ('aff_1u', 'app_x', 'prg_1', :u, 'M', 'active', :at),"
-            " ('aff_2a', 'app_x', 'prg_2', :a, 'M', 'active', :at)",
-        ):
-            connection.execute(text(statement) if isinstance(statement, str) else statement, values)
+        _two_spellings_of_one_person(
+            connection, old=ascii_form, new=unicode_form, other="you@xn--strae-oqa.de"
+        )
 
         command.upgrade(alembic_config(connection), "0021_unicode_address_domains")
 
         users = dict(connection.execute(text("SELECT id, email FROM users")).all())
-        assert users == {"usr_a": ascii_form, "usr_u": unicode_form, "usr_other": "you@stra\u00dfe.de"}
+        assert users == {"usr_old": ascii_form, "usr_new": unicode_form, "usr_other": "you@stra\u00dfe.de"}
         affiliates = dict(connection.execute(text("SELECT id, email FROM program_affiliates")).all())
-        assert affiliates == {"aff_1a": ascii_form, "aff_1u": unicode_form, "aff_2a": unicode_form}
+        assert affiliates == {"aff_1old": ascii_form, "aff_1new": unicode_form, "aff_2old": unicode_form}
         assert _stored_emails(connection) == {**customers_before, "rcus_ascii": unicode_form}
+
+
+def _two_spellings_of_one_person(connection: Connection, *, old: str, new: str, other: str) -> None:
+    """An App with two programs; a user under each spelling of one address (``old``, the form a
+    migration rewrites, and ``new``, its result) and one under ``other``; in the first program an
+    affiliate under each spelling, in the second one under ``old`` only."""
+    values = {"at": _AT, "old": old, "new": new, "other": other}
+    for statement in (
+        *_INSERT_APP,
+        "INSERT INTO users (id, email, created_at) VALUES ('usr_old', :old, :at), ('usr_new', :new, :at),"
+        " ('usr_other', :other, :at)",
+        "INSERT INTO programs (id, app_id, name, slug, currency, commission_type, commission_value,"
+        " attribution_window_days, hold_days, minimum_payout, auto_approve, promotion_code_fallback,"
+        " status, created_at) VALUES ('prg_1', 'app_x', 'P', 'p1', 'usd', 'percent', 2000, 60, 30, 0,"
+        " false, false, 'active', :at), ('prg_2', 'app_x', 'Q', 'p2', 'usd', 'percent', 2000, 60, 30,"
+        " 0, false, false, 'active', :at)",
+        "INSERT INTO program_affiliates (id, app_id, program_id, email, name, status, created_at) VALUES"
+        " ('aff_1old', 'app_x', 'prg_1', :old, 'J', 'active', :at),"
+        " ('aff_1new', 'app_x', 'prg_1', :new, 'J', 'active', :at),"
+        " ('aff_2old', 'app_x', 'prg_2', :old, 'J', 'active', :at)",
+    ):
+        connection.execute(text(statement) if isinstance(statement, str) else statement, values)
