@@ -322,6 +322,14 @@ def test_a_connection_whose_secret_this_server_cannot_open_blocks_no_other_app_o
     forged = _charge(client, acme, installation, clock, "ch_nobodys")
     response = deliver(client, installation, "charge.succeeded", forged, at=clock.now(), sign_with="whsec_x")
     assert response.status_code == 500
+    # Matched but stale, or malformed: refused as ever, whatever the unopened secret would say.
+    stale = _charge(client, acme, installation, clock, "ch_stale")
+    at = clock.now() - timedelta(minutes=10)
+    expect(deliver(client, installation, "charge.succeeded", stale, at=at), 400, "invalid_signature")
+    body = payloads.encode(
+        payloads.event("charge.succeeded", stale, account=installation.account, livemode=False, created=at)
+    )
+    expect(post_event(client, body, f"t={int(clock.now().timestamp())}"), 400, "invalid_signature")
     assert _payments(client, acme.test_key) == ["ch_past_the_unopenable"]
 
 

@@ -35,6 +35,12 @@ class SignatureRefused(InvalidSignature):
         self.check = check
 
 
+class UnmatchedSignature(SignatureRefused):
+    """A well-formed header whose signatures match none of the secrets tried: the one refusal
+    that a secret the server could not open (sealed under another key) might have turned into
+    a match."""
+
+
 #: The message of checks 2 and 3 alike (docs/processor.md): the route is no oracle for which
 #: accounts are connected.
 UNVERIFIED = f"The {SIGNATURE_HEADER} header does not verify"
@@ -113,14 +119,16 @@ def verify_signature(
         ) from None
     if matching is None:
         malformation = _malformation(header)
-        check = (
-            f"the {SIGNATURE_HEADER} header is malformed: {malformation}"
-            if malformation is not None
-            else "no v1 signature matches the connection's webhook secret"
+        if malformation is not None:
+            raise SignatureRefused(
+                UNVERIFIED, check=f"the {SIGNATURE_HEADER} header is malformed: {malformation}"
+            )
+        raise UnmatchedSignature(
+            UNVERIFIED,
+            check="no v1 signature matches the connection's webhook secret"
             if tried == 1
-            else f"no v1 signature matches the webhook secret of any of its {tried} connections"
+            else f"no v1 signature matches the webhook secret of any of its {tried} connections",
         )
-        raise SignatureRefused(UNVERIFIED, check=check)
     skew = now - timestamp
     if abs(skew) > TOLERANCE:
         direction = "before" if skew > timedelta(0) else "after"

@@ -41,6 +41,7 @@ from refcore_http.processor.signature import (
     SIGNATURE_HEADER,
     UNVERIFIED,
     SignatureRefused,
+    UnmatchedSignature,
     header_missing,
     signed_at,
     verify_signature,
@@ -215,11 +216,14 @@ def receive_processor_event(call: Call) -> Reply:
             _secrets(processor_keys(call.settings), candidates, sealed_elsewhere),
             now=call.runtime.clock.now(),
         )
-    except SignatureRefused as refused:
+    except UnmatchedSignature as unmatched:
         if sealed_elsewhere:
             # A secret this server cannot open might have verified it: ``500``, logged, as
             # docs/processor.md says of a changed server key, rather than a refusal.
             raise sealed_elsewhere[0] from None
+        _refused(unmatched.check, account=account, mode=mode)
+        raise
+    except SignatureRefused as refused:  # a malformed header, or a stale or future timestamp
         _refused(refused.check, account=account, mode=mode)
         raise
     verifying = candidates[matching]
