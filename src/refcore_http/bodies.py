@@ -21,6 +21,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+import attrs
 import cattrs
 import orjson
 from attrs import frozen, has
@@ -31,6 +32,7 @@ from starlette.requests import ClientDisconnect, Request
 from refcore.credentials import shown
 from refcore.errors import BodyTooLarge, InvalidJson, ValidationError
 from refcore_http.request_headers import header, repeated
+from refcore_http.schemas import NOT_NULL
 from refcore_http.text_safety import check_decoded
 
 T = TypeVar("T")
@@ -380,7 +382,26 @@ def structure(value: dict[str, Any], cls: type[T]) -> Parsed:
         raise _validation_error(exc, prefix="") from None
     except _Mistyped as exc:
         raise ValidationError(f"The body must be {exc.expected}") from None
+    for name in _not_null_fields(cls):
+        if name in value and value[name] is None:
+            raise ValidationError(f"null is not a value for {name}; leave the field out instead", param=name)
     return Parsed(value=result, sent=frozenset(value))
+
+
+def _not_null_fields(cls: type[Any]) -> tuple[str, ...]:
+    """The fields of ``cls`` marked :data:`~refcore_http.schemas.NOT_NULL`: optional, but ``null``
+    is not a value for them. Refused here, where the body still tells ``null`` from a field left
+    out: structured, both are ``None``, which mark-paid had read as "no amount" and skipped its
+    check (probe AF). Read once a class."""
+    found = _NOT_NULL_FIELDS.get(cls)
+    if found is None:
+        marked = attrs.fields(cls) if has(cls) else ()
+        found = _NOT_NULL_FIELDS[cls] = tuple(field.name for field in marked if field.metadata.get(NOT_NULL))
+    return found
+
+
+#: By request class, :func:`_not_null_fields`.
+_NOT_NULL_FIELDS: dict[type[Any], tuple[str, ...]] = {}
 
 
 def _validation_error(exc: ClassValidationError, *, prefix: str) -> ValidationError:

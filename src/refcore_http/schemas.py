@@ -354,8 +354,9 @@ def list_of(name: str) -> JsonObject:
 #: Field metadata keys copied into the schema (constraints the core enforces identically).
 SCHEMA_KEYWORDS = ("description", "minimum", "maximum", "minLength", "maxLength", "format", "pattern")
 #: Field metadata marking a PATCH field, ``field(default=None, metadata=PATCH)``: it may be left
-#: out ("leave as is"), but ``null`` is not a value for it; the schema does not offer ``null`` and
-#: the core refuses it (``400 validation_error``) as it refuses any mistyped value.
+#: out ("leave as is"), but ``null`` is not a value for it; the schema does not offer ``null``, the
+#: body parser refuses it (``400 validation_error``, :func:`refcore_http.bodies.structure`), and
+#: the core refuses it from a library caller as it refuses any mistyped value.
 NOT_NULL = "refcore_not_null"
 PATCH: dict[str, Any] = {NOT_NULL: True}
 

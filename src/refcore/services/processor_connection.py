@@ -215,6 +215,11 @@ def _active(tx: Tx, app_id: str, mode: Mode, *, for_update: bool = False) -> Pro
     )
 
 
+def _active_of_account(tx: Tx, account_id: str, mode: Mode) -> list[ProcessorConnection]:
+    """The account's active connections in ``mode``, of any App (:mod:`refcore.models.processor`)."""
+    return tx.uow.processor_connections.find_all({"active_account_mode": account_mode_key(account_id, mode)})
+
+
 def _require_connectable(tx: Tx, app: App, mode: Mode) -> None:
     """A Live connection to an App whose Live revenue is locked to the API would only ever see its
     events refused; an App has at most one active connection per mode."""
@@ -392,9 +397,7 @@ def _require_own_secret(tx: Tx, keys: ProcessorKeys, account: str, mode: Mode, s
     Checked in the claim's unit of work, not by a unique key: two such claims at the same moment
     may both succeed, and then the routing's rule (the first connected takes each event) still
     records every event in one App only."""
-    for other in tx.uow.processor_connections.find_all(
-        {"active_account_mode": account_mode_key(account, mode)}
-    ):
+    for other in _active_of_account(tx, account, mode):
         try:
             theirs = keys.open_secret(other)
         except DecryptionError:
@@ -522,12 +525,8 @@ def connections_for_account(rt: Runtime, account_id: str, mode: Mode) -> list[Pr
     a delivery is checked against each in turn (:meth:`ProcessorKeys.open_secret`), so the
     connection that verifies first spares the opening of the others'."""
 
-    def work(tx: Tx) -> list[ProcessorConnection]:
-        return tx.uow.processor_connections.find_all(
-            {"active_account_mode": account_mode_key(account_id, mode)}
-        )
-
-    return sorted(rt.read(work), key=lambda connection: (connection.connected_at, connection.id))
+    found = rt.read(lambda tx: _active_of_account(tx, account_id, mode))
+    return sorted(found, key=lambda connection: (connection.connected_at, connection.id))
 
 
 def represent_connection(connection: ProcessorConnection) -> JsonObject:

@@ -187,13 +187,6 @@ class MarkPaidBody:
 
 def mark_payout_paid(call: Call) -> Reply:
     body: MarkPaidBody = call.body
-    if body.amount is None and "amount" in call.sent:
-        # Read as left out, a client that sends a value it has not got as ``null`` had lost the
-        # check without being told, and whatever was ready was recorded as paid (probe AF).
-        raise ValidationError(
-            "amount must be an integer, or left out to record whatever is ready; null is not a value for it",
-            param="amount",
-        )
     execution = payouts.mark_paid(
         call.runtime, call.who, call.params["programAffiliateId"], amount=body.amount
     )
