@@ -15,6 +15,7 @@ Every request is recorded (path, headers, raw body, verification problems) in ar
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import hmac
 import json
@@ -23,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +34,14 @@ from tests.webhooks.pki import Pki
 
 TOLERANCE_SECONDS = 300
 SLOW_SECONDS = 5.0
+#: What ``/gzip-bomb``'s few kilobytes inflate to, decoded as ``Content-Encoding: gzip, gzip`` says.
+BOMB_INFLATED_BYTES = 64 * 1024 * 1024
+
+
+@cache
+def gzip_bomb() -> bytes:
+    """Zeros gzipped twice: a body whose declared encoding inflates it some 100,000-fold."""
+    return gzip.compress(gzip.compress(bytes(BOMB_INFLATED_BYTES), compresslevel=9), compresslevel=9)
 
 
 class TlsThreadingServer(ThreadingHTTPServer):
@@ -165,13 +175,20 @@ class Receiver:
                     self._answer(200, b"x" * 5000)
                 elif self.path == "/nul":
                     self._answer(200, b"ok\x00ok")
+                elif self.path == "/gzip-bomb":
+                    self._answer(200, gzip_bomb(), encoding="gzip, gzip")
+                elif self.path == "/not-modified":
+                    self.send_response(304)
+                    self.end_headers()
                 else:
                     self._answer(200, b"ok")
 
-            def _answer(self, status: int, text: bytes) -> None:
+            def _answer(self, status: int, text: bytes, encoding: str | None = None) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "text/plain")
+                    if encoding is not None:
+                        self.send_header("Content-Encoding", encoding)
                     self.send_header("Content-Length", str(len(text)))
                     self.end_headers()
                     self.wfile.write(text)

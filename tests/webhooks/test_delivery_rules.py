@@ -13,7 +13,7 @@ from refcore_http.webhooks.dispatcher import LEASE_SECONDS, WebhookDispatcher
 from refcore_memstore import MemoryDatabase, MemoryOutbox
 from tests.contract.scenario import World
 from tests.webhooks.conftest import run
-from tests.webhooks.receiver import Receiver
+from tests.webhooks.receiver import Receiver, gzip_bomb
 from tests.webhooks.world import configure, deliveries
 
 
@@ -129,3 +129,35 @@ def test_the_record_holds_status_duration_and_the_url_it_went_to(
     assert record.event_type == event.type.value
     assert record.duration_ms >= 0
     assert record.app_id == world.app.id
+
+
+def test_a_compressed_answer_is_recorded_as_sent_and_never_inflated(
+    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    """A body of a few kilobytes declared ``gzip, gzip`` inflated to gigabytes in one blocking call
+    on the event loop, which froze every request of the process (probe AJ). The request now asks for
+    the body as it is and reads it raw: the record keeps the first bytes that came, compressed."""
+    receiver.secret = configure(world, box, receiver.url("/gzip-bomb")).secret
+    _pay(world)
+
+    run(dispatcher.drain())
+
+    [record] = deliveries(world)
+    [hit] = receiver.hits("/gzip-bomb")
+    assert hit.headers.get("Accept-Encoding") == "identity"
+    assert record.status is DeliveryStatus.SUCCEEDED
+    sent = gzip_bomb()[:RESPONSE_BODY_LIMIT]
+    assert record.response_body == sent.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+
+
+def test_a_304_is_a_failure_but_no_redirect(
+    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+) -> None:
+    receiver.secret = configure(world, box, receiver.url("/not-modified")).secret
+    _pay(world)
+
+    run(dispatcher.drain())
+
+    [record] = deliveries(world)
+    assert record.status is DeliveryStatus.FAILED
+    assert (record.http_status, record.error) == (304, "HTTP 304")

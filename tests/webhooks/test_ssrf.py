@@ -37,6 +37,8 @@ BLOCKED_HOSTS = [
     "fc00::1",
     "fe80::1",
     "::ffff:127.0.0.1",
+    "::ffff:0:127.0.0.1",  # IPv4-translated (SIIT, RFC 2765): loopback behind a translator (probe AJ)
+    "::ffff:0:a00:1",  # … and 10.0.0.1
     "2130706433",
     "0x7f000001",
     "017700000001",
@@ -94,6 +96,7 @@ def test_numeric_host_forms_denote_the_address_the_c_resolver_would_use(host: st
         "::7f00:1",
         "2002:7f00:1::1",
         "64:ff9b::a00:1",
+        "::ffff:0:808:808",  # IPv4-translated, even of a public address: no receiver is published there
     ],
 )
 def test_reserved_broadcast_and_ipv4_embedding_addresses_are_blocked_too(address: str) -> None:

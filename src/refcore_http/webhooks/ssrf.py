@@ -69,6 +69,9 @@ _BLOCKED_V6: tuple[tuple[IPv6Network, str], ...] = tuple(
         ("::1/128", "loopback"),
         ("::/96", "reserved (IPv4-compatible)"),
         ("64:ff9b:1::/48", "reserved (local-use NAT64)"),
+        # SIIT's IPv4-translated addresses (RFC 2765): a translator maps them to the IPv4 address
+        # in their last 32 bits, private or not, and no public receiver is published at one.
+        ("::ffff:0:0:0/96", "reserved (IPv4-translated)"),
         ("100::/64", "reserved (discard)"),
         ("2001::/23", "reserved (IETF protocol assignments, Teredo)"),
         ("2001:db8::/32", "reserved (documentation)"),
@@ -188,7 +191,7 @@ async def checked_addresses(
             if reason is not None:
                 shown = "" if literal is not None and host == str(address) else f"{host} resolves to "
                 raise BlockedDestination(
-                    f"destination blocked: {shown}{address}, a {reason} address "
+                    f"destination blocked: {shown}{address}, which is {reason} "
                     "(private and local networks are refused unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=true)"
                 )
         if address not in addresses:
