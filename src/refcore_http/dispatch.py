@@ -121,7 +121,7 @@ def _render(reply: Reply) -> Response:
         )
     if reply.body is None:
         return Response(status_code=reply.status, headers=dict(reply.headers))
-    return JsonResponse(reply.body, status_code=reply.status)
+    return JsonResponse(reply.body, status_code=reply.status, headers=dict(reply.headers) or None)
 
 
 async def handle(

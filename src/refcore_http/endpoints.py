@@ -201,12 +201,18 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-def ok(body: JsonObject) -> Reply:
-    return Reply(body=body)
+#: The headers of an answer that reveals a secret (an API key, a webhook signing secret): no
+#: cache between the server and the client (a proxy, a browser's disk cache) may keep a copy of
+#: what the server itself stores only as a digest or sealed (probe AJ).
+NO_STORE: tuple[tuple[str, str], ...] = (("Cache-Control", "no-store"),)
 
 
-def created(body: JsonObject) -> Reply:
-    return Reply(body=body, status=201)
+def ok(body: JsonObject, *, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+    return Reply(body=body, headers=headers)
+
+
+def created(body: JsonObject, *, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+    return Reply(body=body, status=201, headers=headers)
 
 
 Handler = Callable[[Call], Reply]

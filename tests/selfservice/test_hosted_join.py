@@ -86,7 +86,9 @@ def test_the_whole_hosted_signup_ends_in_an_attributed_customer(
     assert "Sam Blogger" not in body_of(message)  # nobody has confirmed the address yet
 
     # -- confirm: a pending affiliate, affiliate.created, and a key shown once ------------------
-    confirmation = expect(client.post(f"/v1/join/{slug}/confirm", json={"token": token}), 201)
+    confirmed = client.post(f"/v1/join/{slug}/confirm", json={"token": token})
+    confirmation = expect(confirmed, 201)
+    assert confirmed.headers["cache-control"] == "no-store"  # the key's one showing: never cached
     affiliate = confirmation["program_affiliate"]
     assert (affiliate["program_id"], affiliate["email"], affiliate["name"]) == (
         acme.program_id,

@@ -21,7 +21,7 @@ from refcore_http.app import create_app
 from refcore_http.settings import Settings, SettingsError
 from refcore_http.webhooks import keys
 from refcore_memstore import MemoryDatabase, MemoryOutbox, memory_runtime
-from tests.http.world import Client, Tenant, expect, new_tenant
+from tests.http.world import Client, Tenant, expect, key_body, new_tenant
 from tests.webhooks.conftest import SECRET_KEY
 from tests.webhooks.pki import Pki
 from tests.webhooks.receiver import Receiver
@@ -71,6 +71,20 @@ def test_put_creates_with_the_secret_once_then_replaces_without_it(client: Clien
     assert "secret" not in replaced and "secret" not in shown
     assert shown["events"] == ["payout.ready"] and shown["disabled"] is True
     assert created["secret"] not in client.get(_hook(tenant), tenant.session).text
+
+
+def test_answers_revealing_a_secret_are_never_stored_by_caches(client: Client, tenant: Tenant) -> None:
+    """The signing secret is kept only sealed; a proxy's or a browser's cache must not keep the one
+    answer that shows it (``Cache-Control: no-store``, probe AJ). Answers without it need not say so."""
+    created = client.request("PUT", _hook(tenant), tenant.session, json={"url": URL})
+    replaced = client.request("PUT", _hook(tenant), tenant.session, json={"url": URL, "disabled": True})
+    rotated = client.post(_hook(tenant, "/rotate-secret"), tenant.session)
+    key = client.post("/v1/api-keys", tenant.session, key_body(tenant.app_id, "test"))
+
+    for response in (created, rotated, key):
+        assert response.status_code in (200, 201) and "secret" in response.json()
+        assert response.headers["cache-control"] == "no-store"
+    assert replaced.status_code == 200 and "cache-control" not in replaced.headers
 
 
 def test_http_urls_and_bad_fields_are_validation_errors_naming_the_field(

@@ -19,7 +19,18 @@ from refcore.ports.mailer import Mailer
 from refcore.representation import JsonObject, represent, represent_commission_terms, timestamp
 from refcore.services import join
 from refcore.services.join import JoinPolicy
-from refcore_http.endpoints import NO_CONTENT, PUBLIC, Call, Endpoint, Output, Reply, created, ok, returns
+from refcore_http.endpoints import (
+    NO_CONTENT,
+    NO_STORE,
+    PUBLIC,
+    Call,
+    Endpoint,
+    Output,
+    Reply,
+    created,
+    ok,
+    returns,
+)
 from refcore_http.mailers import open_mailer
 from refcore_http.routes.app_profile import logo_url, represent_agreement
 from refcore_http.schemas import BOOLEAN, INTEGER, OBJECTS, STRING, TIMESTAMP, enum, nullable, ref, shape
@@ -127,7 +138,8 @@ def confirm_join(call: Call) -> Reply:
             "object": "join_confirmation",
             "program_affiliate": represent(joined.affiliate),
             "api_key": {**represent(joined.key.key), "secret": joined.key.secret},
-        }
+        },
+        headers=NO_STORE,
     )
 
 

@@ -14,6 +14,7 @@ from refcore.representation import represent
 from refcore.services import lookups, tenancy
 from refcore_http.endpoints import (
     DEVELOPER,
+    NO_STORE,
     PAGING,
     SESSION,
     Call,
@@ -82,7 +83,7 @@ def get_organization(call: Call) -> Reply:
 def create_api_key(call: Call) -> Reply:
     body: ApiKeyBody = call.body
     issued = tenancy.create_api_key(call.runtime, call.who, body.app_id, body.kind, body.mode)
-    return created({**represent(issued.key), "secret": issued.secret})
+    return created({**represent(issued.key), "secret": issued.secret}, headers=NO_STORE)
 
 
 def list_api_keys(call: Call) -> Reply:

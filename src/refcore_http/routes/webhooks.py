@@ -14,6 +14,7 @@ from refcore.services import webhooks
 from refcore_http.endpoints import (
     DEVELOPER,
     ENVIRONMENT,
+    NO_STORE,
     PAGING,
     Call,
     Endpoint,
@@ -49,7 +50,7 @@ def configure_webhook_endpoint(call: Call) -> Reply:
         call.runtime, call.who, secret_box(call.settings), call.params["appId"], values
     )
     shown = webhooks.represent_endpoint(result.endpoint, secret=result.secret)
-    return Reply(body=shown, status=201 if result.created else 200)
+    return Reply(body=shown, status=201 if result.created else 200, headers=NO_STORE if result.secret else ())
 
 
 def get_webhook_endpoint(call: Call) -> Reply:
@@ -64,7 +65,7 @@ def remove_webhook_endpoint(call: Call) -> Reply:
 
 def rotate_webhook_secret(call: Call) -> Reply:
     result = webhooks.rotate_secret(call.runtime, call.who, secret_box(call.settings), call.params["appId"])
-    return ok(webhooks.represent_endpoint(result.endpoint, secret=result.secret))
+    return ok(webhooks.represent_endpoint(result.endpoint, secret=result.secret), headers=NO_STORE)
 
 
 def send_webhook_test(call: Call) -> Reply:
