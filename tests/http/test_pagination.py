@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from refcore.services.runtime import Runtime
-from tests.http.world import Activity, Client, Tenant, expect, new_activity, new_tenant
+from tests.http.world import Activity, Client, Tenant, expect, new_activity, new_session, new_tenant
 
 
 @dataclass
@@ -234,3 +234,19 @@ def test_a_deleted_link_is_still_a_cursor_of_its_affiliates_links(client: Client
     expect(client.delete(f"{path}/{made[-1]}", tenant.session), 200)
     after = expect(client.get(path, tenant.session, starting_after=made[-1]), 200)
     assert [link["id"] for link in after["data"]] == [made[1], made[0], tenant.link_id]
+
+
+def test_a_user_of_no_organization_lists_no_apps_and_the_query_is_still_checked(
+    client: Client, runtime: Runtime
+) -> None:
+    """``GET /v1/apps`` without ``organization_id`` answered ``400`` ("when you belong to several
+    organizations") to a user of none (probe AK), while their organization list was empty."""
+    a = new_tenant(client, runtime, "alpha")
+    newcomer = new_session(runtime, "newcomer@example.com")
+
+    assert expect(client.get("/v1/organizations", newcomer), 200)["data"] == []
+    listed = expect(client.get("/v1/apps", newcomer), 200)
+    assert (listed["data"], listed["has_more"]) == ([], False)
+    expect(client.get("/v1/apps", newcomer, limit="0"), 400, "validation_error")
+    expect(client.get("/v1/apps", newcomer, starting_after=a.app_id), 400, "invalid_starting_after")
+    expect(client.get("/v1/apps", newcomer, organization_id=a.organization_id), 404, "organization_not_found")

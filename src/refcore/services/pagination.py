@@ -69,3 +69,16 @@ def paginate(
             )
     rows = repo.page(where, limit=size + 1, before=starting_after)
     return Page(data=rows[:size], has_more=len(rows) > size)
+
+
+def empty_page(*, limit: object = None, starting_after: str | None = None) -> Page[M]:
+    """The page of a list that holds nothing for this caller (a user of no organization).
+
+    Its query is checked as any list's: ``limit`` must be valid, and no ID can be a cursor of a
+    list that holds nothing. Errors: ``validation_error`` (``limit``), ``invalid_starting_after``."""
+    require_limit(limit)
+    if starting_after is not None:
+        raise InvalidStartingAfter(
+            "starting_after must be the ID of an object from this same list", param="starting_after"
+        )
+    return Page(data=[], has_more=False)

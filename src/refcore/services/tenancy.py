@@ -9,7 +9,7 @@ from refcore.errors import Forbidden, NotFound, Unauthenticated, ValidationError
 from refcore.models import ApiKey, App, KeyKind, Membership, Mode, Organization, Session, User
 from refcore.ports.lookups import Lookup
 from refcore.services.access import require_app, require_organization
-from refcore.services.pagination import Page, paginate
+from refcore.services.pagination import Page, empty_page, paginate
 from refcore.services.principal import Principal, PrincipalKind
 from refcore.services.runtime import Runtime, Tx
 from refcore.validation import kept_address, require_choice, require_line, require_text
@@ -288,6 +288,8 @@ def list_apps(
         user_id = _require_session(principal)
         if organization_id is None:
             orgs = [m.organization_id for m in tx.uow.memberships.find_all({"user_id": user_id})]
+            if not orgs:  # no organization holds an App of theirs yet (probe AK: this was a 400)
+                return empty_page(limit=limit, starting_after=starting_after)
             if len(orgs) != 1:
                 raise ValidationError(
                     "organization_id is required when you belong to several organizations",
