@@ -342,8 +342,12 @@ def _read_object(raw: bytes, decoder: json.JSONDecoder) -> dict[str, Any]:
         # that bytes spelling a lone surrogate are invalid (``json.loads`` lets them through).
         text = raw.decode(json.detect_encoding(raw))
         value = decoder.decode(text)
-    except (ValueError, RecursionError):
+    except ValueError:
         raise InvalidJson("The request body is not valid JSON") from None
+    except RecursionError:
+        # Valid JSON, but deeper than the decoder's recursion reaches (some 900 levels; no
+        # request takes more than three): saying "not valid" sent a client looking for a typo.
+        raise InvalidJson("The request body nests arrays and objects too deeply") from None
     if not isinstance(value, dict):
         raise InvalidJson("The request body must be a JSON object")
     if "\\u" in text:

@@ -167,3 +167,13 @@ def test_a_body_of_thousands_of_objects_and_a_long_text_of_braces_and_colons_sti
     assert decode_object(json.dumps(nested).encode(), JSON_TYPE) == nested
     long_text = {"logo": "data:" + "A" * 900_000}
     assert decode_object(json.dumps(long_text).encode(), JSON_TYPE) == long_text
+
+
+def test_valid_json_nested_past_the_decoders_reach_is_refused_as_too_deep_not_as_invalid() -> None:
+    """Probe AK: 990 nested arrays, valid JSON well under the 10,000 count, were answered "not valid
+    JSON", which sends a client looking for a typo."""
+    raw = b'{"name": ' + b"[" * 5_000 + b"]" * 5_000 + b"}"
+    with pytest.raises(InvalidJson, match="nests arrays and objects too deeply"):
+        decode_object(raw, JSON_TYPE)
+    shallow = b'{"name": ' + b"[" * 50 + b"]" * 50 + b"}"
+    assert decode_object(shallow, JSON_TYPE) == json.loads(shallow)
