@@ -233,6 +233,18 @@ def test_overview_refuses_a_bad_period(client: Client, acme: Tenant) -> None:
     expect(client.get(path, acme.session, environment="staging"), 400, "validation_error")
 
 
+def test_an_empty_period_is_refused_naming_only_what_was_sent(client: Client, acme: Tenant) -> None:
+    """Probe AK: a ``to`` alone at the very start of 1970 was told "from must be before to"."""
+    path = f"/v1/apps/{acme.app_id}/overview"
+    for query, param, message in (
+        ({"to": "1970-01-01T00:00:00.000Z"}, "to", "to must be after 1970-01-01T00:00:00.000Z"),
+        ({"from": "2999-01-01"}, "from", "from must be before now, the default to"),
+        ({"from": "2026-02-01", "to": "2026-02-01"}, "from", "from must be before to"),
+    ):
+        error = expect(client.get(path, acme.session, **query), 400, "validation_error")["error"]
+        assert error["param"] == param and error["message"].startswith(message), (query, error)
+
+
 def test_setup_status_before_anything_happened(client: Client, acme: Tenant) -> None:
     body = expect(client.get(f"/v1/apps/{acme.app_id}/setup-status", acme.session), 200)
     assert (body["object"], body["app_id"]) == ("setup_status", acme.app_id)

@@ -28,6 +28,7 @@ from refcore.errors import ValidationError
 from refcore.models import EntryKind, Mode
 from refcore.models.payout import PayoutExecutionStatus
 from refcore.ports.metrics import ActivityMetrics, Period
+from refcore.representation import timestamp
 from refcore.services.access import mode_to_read, require_app
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
@@ -128,6 +129,16 @@ def _money(
     )
 
 
+def _empty_period(given_start: datetime | None, given_end: datetime | None) -> ValidationError:
+    """The refusal of a period that holds no moment, naming only what the caller sent (probe AK:
+    a ``to`` alone in January 1970 was told "from must be before to")."""
+    if given_start is None:
+        return ValidationError(f"to must be after {timestamp(EARLIEST)}, the earliest from", param="to")
+    if given_end is None:
+        return ValidationError("from must be before now, the default to", param="from")
+    return ValidationError("from must be before to", param="from")
+
+
 def overview(
     rt: Runtime,
     principal: Principal,
@@ -153,7 +164,7 @@ def overview(
         # in January 1970 had its period start, and echo, a ``from`` in December 1969).
         period_start = given_start or max(EARLIEST, _to_the_millisecond(period_end - DEFAULT_PERIOD))
         if period_start >= period_end:
-            raise ValidationError("from must be before to", param="from")
+            raise _empty_period(given_start, given_end)
         # Without ``to`` the period runs up to now inclusive: what happened this very moment counts.
         period = Period(start=period_start, end=given_end)
         metrics = tx.uow.metrics()
