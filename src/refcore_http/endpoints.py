@@ -72,6 +72,14 @@ DEVELOPER = Access(
     frozenset({PrincipalKind.SESSION, PrincipalKind.APP_KEY, PrincipalKind.MANAGED_KEY}),
     description="a dashboard session or an App key",
 )
+#: Payout execution (interface 5 rule 4): only a Live App key of the exact App. A session and a
+#: Test key still reach the service, which answers them ``403 live_key_required``, the code
+#: clients act on; the index named these endpoints ``session_or_app_key`` (probe AK).
+LIVE_APP_KEY = Access(
+    "live_app_key",
+    DEVELOPER.kinds,
+    description="a Live App key of the exact App",
+)
 
 
 @frozen

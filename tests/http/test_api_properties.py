@@ -57,6 +57,7 @@ def _credential(auth: str, tenant: Tenant) -> dict[str, str]:
         "session": tenant.session,
         "session_or_app_key": tenant.session,
         "app_key": tenant.live_key,
+        "live_app_key": tenant.live_key,
         "affiliate_key": AFFILIATE_KEY,
         "affiliate_key_or_developer": AFFILIATE_KEY,
         "none_or_app_key": None,

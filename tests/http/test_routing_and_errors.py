@@ -143,6 +143,9 @@ def test_the_index_says_which_credential_each_endpoint_takes(client: Client) -> 
     assert auth[("POST", "/v1/organizations")] == "session"
     assert auth[("POST", "/v1/transactions")] == "app_key"
     assert auth[("GET", "/v1/commissions")] == "session_or_app_key"
+    # A session is always 403 live_key_required there: the index does not offer it (probe AK).
+    assert auth[("GET", "/v1/payout-executions/:id")] == "live_app_key"
+    assert auth[("POST", "/v1/payout-executions/:id/failed")] == "live_app_key"
 
 
 def test_the_openapi_document_is_generated_from_the_same_endpoints(client: Client) -> None:
