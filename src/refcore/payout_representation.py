@@ -119,8 +119,16 @@ def represent_ready_payout(
     execution: PayoutExecution | None,
     details: PayoutDetails | None,
 ) -> JsonObject:
+    """One row of the ready payouts: a view of the affiliate, not a stored object.
+
+    It carries the ``id`` and ``created_at`` every object carries (decisions 10): the affiliate's,
+    which are what the list pages by (``starting_after`` is this ``id``) and sorts by, newest
+    affiliate first, and ``id`` is mark-paid's path segment. Without them a client paging every
+    list by ``data[-1].id`` could not page this one (probe AL)."""
     return {
+        "id": affiliate.id,
         "object": "ready_payout",
+        "created_at": timestamp(affiliate.created_at),
         "livemode": True,
         "program_affiliate_id": affiliate.id,
         "program_id": affiliate.program_id,

@@ -348,7 +348,9 @@ SCHEMAS: dict[str, JsonObject] = {
     ),
     "ReadyPayout": shape(
         {
+            "id": STRING,
             "object": {"const": "ready_payout"},
+            "created_at": TIMESTAMP,
             "livemode": {"const": True},
             "program_affiliate_id": STRING,
             "program_id": STRING,
