@@ -227,6 +227,36 @@ def test_a_cursor_that_left_its_status_filter_still_pages_on(client: Client, run
     )
 
 
+def test_the_status_of_a_cursor_is_not_checked_even_one_never_in_the_list(
+    client: Client, runtime: Runtime
+) -> None:
+    """docs/api.md, Pagination: refcore keeps no record of the states an object passed through, so
+    an affiliate added ``active`` (never ``disabled``) is a cursor of ``status=disabled`` too, and
+    the page is the disabled affiliates created before it (probe AL read the docs as narrower)."""
+    tenant = new_tenant(client, runtime, "epsilon")
+    first = expect(
+        client.post(
+            "/v1/program-affiliates",
+            tenant.session,
+            {"program_id": tenant.program_id, "email": "p@epsilon.example", "name": "P"},
+        ),
+        201,
+    )
+    expect(client.post(f"/v1/program-affiliates/{first['id']}/disable", tenant.session, {}), 200)
+    added = expect(
+        client.post(
+            "/v1/program-affiliates",
+            tenant.session,
+            {"program_id": tenant.program_id, "email": "q@epsilon.example", "name": "Q"},
+        ),
+        201,
+    )
+    assert added["status"] == "active"
+    query = {"program_id": tenant.program_id, "status": "disabled", "starting_after": added["id"]}
+    page = expect(client.get("/v1/program-affiliates", tenant.session, **query), 200)
+    assert [a["id"] for a in page["data"]] == [first["id"]]
+
+
 def test_a_deleted_link_is_still_a_cursor_of_its_affiliates_links(client: Client, runtime: Runtime) -> None:
     tenant = new_tenant(client, runtime, "delta")
     path = f"/v1/program-affiliates/{tenant.affiliate_id}/links"
