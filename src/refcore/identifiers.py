@@ -1,16 +1,7 @@
 """Prefixed, time-ordered identifiers (ULID layout: 48-bit milliseconds + 80 random bits).
 
-An ID carries the moment its object was created: the ``now`` of the unit of work that writes it
-(its ``created_at``), not the moment the ID happened to be drawn. Lists page by ID alone, newest
-first, so ID order must be ``created_at`` order: drawn from the clock, an ID of a unit of work
-that began at .292 but drew at .299 sorted above one of a unit of work that began and drew at
-.297, and a newest-first page showed an older ``created_at`` above a newer one (probe AL, 4 to 109
-in a list under concurrent writes on PostgreSQL).
-
-Within one millisecond the IDs of one generator are strictly increasing (the random part is
-incremented), so the objects one unit of work writes keep their order. Across milliseconds the
-millisecond decides, even when a unit of work that began earlier draws after one that began
-later, or the clock moved back: each ID then sorts where its ``created_at`` does.
+Within one generator IDs are strictly increasing even inside one millisecond (the random part
+is incremented), so ID order is creation order and lists can page by ID alone.
 """
 
 from __future__ import annotations
@@ -18,7 +9,6 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from datetime import datetime
 
 from refcore.ports.clock import Clock
 
@@ -37,12 +27,6 @@ _RANDOM_PAIR_SHIFTS = _PAIR_SHIFTS[5:]
 #: Drawn for each ID (``secrets.randbits``), the system call was 1.0 µs of an ID's 4; a slice of
 #: this pool is 0.2 µs. The bytes are the same cryptographic randomness, only drawn ahead.
 _POOL_BYTES = 4096
-#: The milliseconds whose last ID a generator remembers: a unit of work older than this that draws
-#: again (none lives a minute) would draw at random within its millisecond, still unique (80
-#: random bits) but no longer above its own earlier IDs.
-_REMEMBERED_MILLIS = 60_000
-#: How many milliseconds a generator remembers before it first forgets those too old.
-_FIRST_PRUNE = 4096
 
 
 def _encode(value: int) -> str:
@@ -59,17 +43,11 @@ def _spell(value: int, shifts: tuple[int, ...]) -> str:
     return "".join([_PAIRS[(value >> shift) & 1023] for shift in shifts])
 
 
-def _millis(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
 class TimeOrderedIds:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        #: The last value drawn in each recent millisecond (see :data:`_REMEMBERED_MILLIS`).
-        self._last_in: dict[int, int] = {}
-        self._prune_at = _FIRST_PRUNE
+        self._last = 0
         #: Random bytes drawn ahead (:data:`_POOL_BYTES`), spent from ``_spent`` on.
         self._pool = b""
         self._spent = 0
@@ -89,42 +67,31 @@ class TimeOrderedIds:
         """In a forked child: the parent spends the same bytes, so draw new ones."""
         self._pool, self._spent = b"", 0
 
-    def _remember(self, millis: int, last: int) -> None:
-        """Called holding the lock: ``last`` is the newest value drawn in ``millis``."""
-        self._last_in[millis] = last
-        if len(self._last_in) >= self._prune_at:
-            oldest_kept = max(self._last_in) - _REMEMBERED_MILLIS
-            self._last_in = {m: v for m, v in self._last_in.items() if m >= oldest_kept}
-            self._prune_at = max(_FIRST_PRUNE, 2 * len(self._last_in))
-
-    def new(self, prefix: str, at: datetime | None = None) -> str:
-        """An ID of the moment ``at`` (a unit of work's ``now``; by default the clock's)."""
-        millis = _millis(self._clock.now() if at is None else at)
+    def new(self, prefix: str) -> str:
+        millis = int(self._clock.now().timestamp() * 1000)
         with self._lock:
             candidate = (millis << _RANDOM_BITS) | int.from_bytes(self._random(_RANDOM_BYTES))
-            last = self._last_in.get(millis, 0)
-            if candidate <= last:
-                candidate = last + 1
-            self._remember(millis, candidate)
+            if candidate <= self._last:
+                candidate = self._last + 1
+            self._last = candidate
         return f"{prefix}_{_encode(candidate)}"
 
-    def new_many(self, prefix: str, count: int, at: datetime | None = None) -> list[str]:
-        """As many calls of :meth:`new` at one moment, in one: one slice of random bytes and one
-        turn of the lock for all of them. A batch of 32 clicks made its IDs at 3.0 µs each, 40 %
-        of that in the clock, the system's random source and the lock."""
+    def new_many(self, prefix: str, count: int) -> list[str]:
+        """As many calls of :meth:`new` in one: one reading of the clock, one slice of random
+        bytes and one turn of the lock for all of them. A batch of 32 clicks made its IDs at
+        3.0 µs each, 40 % of that in the clock, the system's random source and the lock."""
         if count <= 0:
             return []
-        millis = _millis(self._clock.now() if at is None else at)
-        base = millis << _RANDOM_BITS
+        base = int(self._clock.now().timestamp() * 1000) << _RANDOM_BITS
         values: list[int] = []
         with self._lock:
             drawn = self._random(_RANDOM_BYTES * count)
-            last = self._last_in.get(millis, 0)
+            last = self._last
             for start in range(0, len(drawn), _RANDOM_BYTES):
                 candidate = base | int.from_bytes(drawn[start : start + _RANDOM_BYTES])
                 last = candidate if candidate > last else last + 1
                 values.append(last)
-            self._remember(millis, last)
+            self._last = last
         # The values share their millisecond, so its ten digits are spelled once (unless an
         # increment carried into them): spelling a batch of 32 took 0.81 µs an ID, now 0.62.
         identifiers: list[str] = []

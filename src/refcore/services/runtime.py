@@ -221,12 +221,10 @@ class Tx:
     _endpoints: dict[str, WebhookEndpoint | None] = field(factory=dict, init=False, repr=False)
 
     def new_id(self, prefix: str) -> str:
-        """An ID of this unit of work's ``now``, the ``created_at`` of what it writes, so that ID
-        order is ``created_at`` order (:mod:`refcore.identifiers`)."""
-        return self.ids.new(prefix, self.now)
+        return self.ids.new(prefix)
 
     def new_ids(self, prefix: str, count: int) -> list[str]:
-        return self.ids.new_many(prefix, count, self.now)
+        return self.ids.new_many(prefix, count)
 
     def emit(self, type: EventType, *, app_id: str, livemode: bool, data: dict[str, Any]) -> Event:
         """Write an event to the outbox inside this unit of work (it commits with the change)."""
