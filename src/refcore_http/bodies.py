@@ -345,7 +345,7 @@ def _read_object(raw: bytes, decoder: json.JSONDecoder) -> dict[str, Any]:
     except ValueError:
         raise InvalidJson("The request body is not valid JSON") from None
     except RecursionError:
-        # Valid JSON, but deeper than the decoder's recursion reaches (some 900 levels; no
+        # Valid JSON, but deeper than the decoder's recursion reaches (nearly 1,000 levels; no
         # request takes more than three): saying "not valid" sent a client looking for a typo.
         raise InvalidJson("The request body nests arrays and objects too deeply") from None
     if not isinstance(value, dict):

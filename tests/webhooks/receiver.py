@@ -180,6 +180,8 @@ class Receiver:
                 elif self.path == "/not-modified":
                     self.send_response(304)
                     self.end_headers()
+                elif self.path == "/multiple-choices":
+                    self._answer(300, b"pick one")
                 else:
                     self._answer(200, b"ok")
 

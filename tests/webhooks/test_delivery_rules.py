@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from refcore.clocks import ManualClock
 from refcore.crypto import SecretBox
 from refcore.models import DeliveryStatus, Event
@@ -150,14 +152,27 @@ def test_a_compressed_answer_is_recorded_as_sent_and_never_inflated(
     assert record.response_body == sent.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
-def test_a_304_is_a_failure_but_no_redirect(
-    world: World, box: SecretBox, receiver: Receiver, dispatcher: WebhookDispatcher
+@pytest.mark.parametrize(
+    ("path", "status", "error"),
+    [
+        ("/not-modified", 304, "HTTP 304"),
+        ("/multiple-choices", 300, "HTTP 300: redirects are not followed"),
+    ],
+)
+def test_a_3xx_is_a_failure_called_a_redirect_only_when_it_is_one(
+    world: World,
+    box: SecretBox,
+    receiver: Receiver,
+    dispatcher: WebhookDispatcher,
+    path: str,
+    status: int,
+    error: str,
 ) -> None:
-    receiver.secret = configure(world, box, receiver.url("/not-modified")).secret
+    receiver.secret = configure(world, box, receiver.url(path)).secret
     _pay(world)
 
     run(dispatcher.drain())
 
     [record] = deliveries(world)
     assert record.status is DeliveryStatus.FAILED
-    assert (record.http_status, record.error) == (304, "HTTP 304")
+    assert (record.http_status, record.error) == (status, error)

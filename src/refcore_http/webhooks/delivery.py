@@ -50,7 +50,7 @@ TIMEOUT_SECONDS = 3.0
 RESPONSE_BODY_LIMIT = 1024
 _ERROR_LIMIT = 500
 #: The statuses that send a client elsewhere (304 Not Modified, say, does not).
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_REDIRECTS = frozenset({300, 301, 302, 303, 305, 307, 308})
 #: Asks the receiver for its body as it is (see the module docstring: never decompressed).
 _RAW_BODY = {"Accept-Encoding": "identity"}
 
