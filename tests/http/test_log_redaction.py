@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -258,3 +260,17 @@ def test_free_text_keeps_the_words_that_only_look_like_a_prefix() -> None:
         f"glued x{REDACTED}",
         "column key_digest, parameter join_token, setting sess_max_age_seconds",
     ]
+
+
+def test_every_logger_refcore_asks_for_is_redacted() -> None:
+    """Filters apply to the records of their own logger only, not of its children: each logger the
+    source names must carry the redaction itself (probe AN found ``refcore_http.processor``'s
+    line quoting an unverified ``account`` whole)."""
+    source = Path(cli.__file__).parents[1]
+    named = {
+        match
+        for path in source.rglob("*.py")
+        for match in re.findall(r"getLogger\(\s*\"([^\"]+)\"", path.read_text(encoding="utf-8"))
+    }
+    assert "refcore_http.processor" in named  # the scan reads the source it should
+    assert named <= set(REDACTED_LOGGERS)

@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 from refcore.clocks import ManualClock
+from refcore.credentials import new_secret
 from refcore.services.runtime import Runtime
+from refcore_http.logs import REDACTED, redact_credentials
 from tests.http.world import Client, expect, new_tenant
 from tests.processor import payloads
 from tests.processor.world import Installation, connect, new_installation, post_event
@@ -185,6 +187,22 @@ def test_an_account_without_an_active_connection_logs_that(
     assert "no active connection" in line and repr(stranger.account) in line
     _holds_nothing_secret(line, stranger, header)
     _holds_nothing_secret(line, installation, header)
+
+
+def test_an_account_that_holds_a_credential_is_logged_redacted(
+    client: Client, clock: ManualClock, installation: Installation, warnings: pytest.LogCaptureFixture
+) -> None:
+    """The route needs no key, and the refusal quotes the unverified ``account``: a session token
+    sent there was written to the log whole, the redaction sitting on ``refcore_http`` alone,
+    whose filters a child logger's records never meet (probe AN)."""
+    redact_credentials()
+    session = new_secret("sess_")
+    body = _body(installation, clock, account=session)
+    line = _refusal_line(
+        warnings, post_event(client, body, payloads.sign(body, installation.secret, clock.now()))
+    )
+    assert "no active connection" in line and REDACTED in line
+    assert session.removeprefix("sess_") not in line
 
 
 @pytest.mark.parametrize("missing", ["account", "livemode"])
