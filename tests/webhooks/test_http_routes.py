@@ -324,3 +324,22 @@ def test_a_postgresql_server_needs_the_key_even_on_loopback(url: str) -> None:
     with pytest.raises(SettingsError, match="REFCORE_SECRET_KEY is required with PostgreSQL"):
         keys.require_secret_key(settings)
     keys.require_secret_key(evolve(settings, secret_key="k" * 32))  # with a key it starts
+
+
+def test_the_public_development_key_set_by_hand_is_no_key_either(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Probe AN: deployment.md hands the public key out as the old key of a change; set in
+    ``REFCORE_SECRET_KEY`` by mistake, it served PostgreSQL and every interface silently."""
+    public = keys.DEVELOPMENT_SECRET_KEY
+    for settings in (
+        Settings(host="127.0.0.1", database_url="postgresql://h/db", secret_key=public),
+        Settings(host="0.0.0.0", database_url="sqlite:///refcore.db", secret_key=public),
+    ):
+        with pytest.raises(SettingsError, match="REFCORE_SECRET_KEY is the public development key"):
+            keys.require_secret_key(settings)
+    monkeypatch.setattr(keys, "_warned", False)
+    keys.require_secret_key(
+        Settings(host="127.0.0.1", database_url="sqlite:///refcore.db", secret_key=public)
+    )
+    assert "WARNING: REFCORE_SECRET_KEY is the public development key" in capsys.readouterr().err

@@ -55,17 +55,25 @@ def require_secret_key(settings: Settings, *, stderr: TextIO | None = None) -> N
     the public key, and every keyed process then failed that App's deliveries, while its own
     deliveries of secrets sealed with the real key failed too (probe M)."""
     global _warned
-    if settings.secret_key is not None:
+    # The public key set by hand is no key either: deployment.md hands it out as the old key of a
+    # change, and set in the wrong variable it had served PostgreSQL and every interface without
+    # a word (probe AN).
+    if settings.secret_key is not None and settings.secret_key != DEVELOPMENT_SECRET_KEY:
         _warn_of_doubtful_keys(settings, stderr or sys.stderr)
         return
+    missing = (
+        "is required"
+        if settings.secret_key is None
+        else "is the public development key, which protects nothing; a key of your own is required"
+    )
     if is_postgresql(settings.database_url):
         raise SettingsError(
-            "REFCORE_SECRET_KEY is required with PostgreSQL: every process sharing the database must "
+            f"REFCORE_SECRET_KEY {missing} with PostgreSQL: every process sharing the database must "
             "encrypt webhook signing secrets with the same key (a random string of 32+ characters)"
         )
     if not is_loopback_host(settings.host) and not is_memory(settings.database_url):
         raise SettingsError(
-            f"REFCORE_SECRET_KEY is required to serve on {settings.host}: set it to a random string of "
+            f"REFCORE_SECRET_KEY {missing} to serve on {settings.host}: set it to a random string of "
             "at least 32 characters (it encrypts webhook signing secrets)"
         )
     if _warned:
@@ -75,7 +83,8 @@ def require_secret_key(settings: Settings, *, stderr: TextIO | None = None) -> N
         "\n".join(
             [
                 "=" * 78,
-                "refcore: WARNING: REFCORE_SECRET_KEY is not set.",
+                "refcore: WARNING: REFCORE_SECRET_KEY is "
+                + ("not set." if settings.secret_key is None else "the public development key."),
                 "refcore: Webhook signing secrets are encrypted with a PUBLIC DEVELOPMENT KEY.",
                 "refcore: Fine on your own machine; never in production. Set REFCORE_SECRET_KEY",
                 "refcore: (32+ random characters) before exposing this server.",
