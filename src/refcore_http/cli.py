@@ -277,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--trusted-proxy",
         action="append",
         metavar="CIDR",
-        help="a reverse proxy whose X-Forwarded-For is believed (repeatable; env REFCORE_TRUSTED_PROXIES)",
+        help="reverse proxies whose X-Forwarded-For is believed, comma-separated (repeatable; env "
+        "REFCORE_TRUSTED_PROXIES)",
     )
     serve_parser.add_argument(
         "--print-session",

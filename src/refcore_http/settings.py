@@ -40,7 +40,8 @@ class SettingsError(ValueError):
 
 
 def parse_networks(value: str | tuple[str, ...] | list[str], *, name: str) -> tuple[Network, ...]:
-    items = value.split(",") if isinstance(value, str) else list(value)
+    # A list (repeated ``--trusted-proxy``) may hold comma-separated values as the variable does.
+    items = [part for text in ([value] if isinstance(value, str) else value) for part in text.split(",")]
     networks = []
     for item in (i.strip() for i in items):
         if not item:

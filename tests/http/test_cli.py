@@ -285,6 +285,15 @@ def test_settings_come_from_the_environment_and_flags_win() -> None:
     assert Settings.from_env({}).database_url == "sqlite:///./refcore.db"
 
 
+def test_the_trusted_proxy_flag_takes_the_comma_separated_list_the_variable_takes() -> None:
+    """Probe AN: deployment.md gives one row to REFCORE_TRUSTED_PROXIES and --trusted-proxy, but
+    the flag refused ``10.0.0.1,10.0.0.2``."""
+    settings = Settings.from_env({}, trusted_proxies=["10.0.0.1,10.0.0.2", "192.168.0.0/16"])
+    assert [str(n) for n in settings.trusted_proxies] == ["10.0.0.1/32", "10.0.0.2/32", "192.168.0.0/16"]
+    with pytest.raises(SettingsError, match="--trusted-proxy: 'nope' is not an IP address"):
+        Settings.from_env({}, trusted_proxies=["10.0.0.1,nope"])
+
+
 @pytest.mark.parametrize(
     ("env", "variable"),
     [
