@@ -23,6 +23,10 @@ import pytest
 import uvicorn
 from uvicorn.logging import AccessFormatter
 
+import refcore
+import refcore_http
+import refcore_memstore
+import refcore_sqlstore
 from refcore.credentials import new_secret
 from refcore.services import join, processor_connection, tenancy, webhooks
 from refcore_http import cli
@@ -266,10 +270,11 @@ def test_every_logger_refcore_asks_for_is_redacted() -> None:
     """Filters apply to the records of their own logger only, not of its children: each logger the
     source names must carry the redaction itself (probe AN found ``refcore_http.processor``'s
     line quoting an unverified ``account`` whole)."""
-    source = Path(cli.__file__).parents[1]
+    packages = (refcore, refcore_http, refcore_memstore, refcore_sqlstore)
     named = {
         match
-        for path in source.rglob("*.py")
+        for package in packages
+        for path in Path(package.__file__ or "").parent.rglob("*.py")
         for match in re.findall(r"getLogger\(\s*\"([^\"]+)\"", path.read_text(encoding="utf-8"))
     }
     assert "refcore_http.processor" in named  # the scan reads the source it should
