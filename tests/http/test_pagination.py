@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -234,23 +235,14 @@ def test_the_status_of_a_cursor_is_not_checked_even_one_never_in_the_list(
     an affiliate added ``active`` (never ``disabled``) is a cursor of ``status=disabled`` too, and
     the page is the disabled affiliates created before it (probe AL read the docs as narrower)."""
     tenant = new_tenant(client, runtime, "epsilon")
-    first = expect(
-        client.post(
-            "/v1/program-affiliates",
-            tenant.session,
-            {"program_id": tenant.program_id, "email": "p@epsilon.example", "name": "P"},
-        ),
-        201,
-    )
+
+    def add(name: str) -> dict[str, Any]:
+        body = {"program_id": tenant.program_id, "email": f"{name}@epsilon.example", "name": name}
+        return expect(client.post("/v1/program-affiliates", tenant.session, body), 201)
+
+    first = add("p")
     expect(client.post(f"/v1/program-affiliates/{first['id']}/disable", tenant.session, {}), 200)
-    added = expect(
-        client.post(
-            "/v1/program-affiliates",
-            tenant.session,
-            {"program_id": tenant.program_id, "email": "q@epsilon.example", "name": "Q"},
-        ),
-        201,
-    )
+    added = add("q")
     assert added["status"] == "active"
     query = {"program_id": tenant.program_id, "status": "disabled", "starting_after": added["id"]}
     page = expect(client.get("/v1/program-affiliates", tenant.session, **query), 200)
