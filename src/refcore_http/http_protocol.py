@@ -28,6 +28,10 @@ client for seconds with one header value of 300 MiB, which httptools gathers by 
 - **No warning for a WebSocket upgrade**, which anyone could ask for to write the log.
 - **A chunked body's trailer fields are dropped**, never added to the request's headers.
 - **What the parser refuses is answered in the error envelope**, not uvicorn's plain text.
+- **A refused request's connection closes lingering** (RFC 9112, 9.6): the answer is written,
+  the writing side shut, and what the client still sends read and dropped until it closes or
+  :data:`LINGER_SECONDS` pass. Closed at once, with the client's bytes still unread, the kernel
+  answered them with a reset, which could reach the client before the answer and discard it.
 
 The number of connections is not bounded here: behind a load balancer it bounds them, and a
 server facing clients directly should have a proxy in front that does (docs/deployment.md).
@@ -56,6 +60,9 @@ REQUEST_SECONDS = 30.0
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 #: How often the deadlines are checked: a connection past its deadline closes within this.
 SWEEP_SECONDS = 1.0
+#: How long a refused request's connection keeps reading (and dropping) what the client sends
+#: after the answer, before it closes (see the module docstring).
+LINGER_SECONDS = 2.0
 
 #: Servers whose connections a sweep checks already (one sweep each).
 _SWEPT: weakref.WeakSet[ServerState] = weakref.WeakSet()
@@ -95,6 +102,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.receiving = False
         #: Whether a request ended in the read being parsed (its counts then start again).
         self.completed = False
+        #: A refusal has been answered: what arrives now is dropped (:meth:`_refuse`).
+        self.lingering = False
         #: When the connection closes unless its request has arrived whole (``None``: no limit).
         self.deadline: float | None = self.loop.time() + self.timeout_keep_alive
         #: When the connection ends unless the client has read some of its answer meanwhile, and
@@ -106,6 +115,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.loop.call_later(SWEEP_SECONDS, _sweep, self.loop, self.server_state)
 
     def data_received(self, data: bytes) -> None:
+        if self.lingering:
+            return
         if not self.receiving:
             self.receiving = True
             self.deadline = self.loop.time() + self.request_seconds
@@ -115,23 +126,33 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.deadline = self.loop.time() + self.request_seconds
         self.completed = False
         super().data_received(data)
-        if self.completed or self.transport.is_closing():
+        if self.completed or self.lingering or self.transport.is_closing():
             return  # a read that ended a request (pipelined ones too) starts the counts again
         # Counted after the parser took the read: only reads wholly inside one request count,
         # so a burst of pipelined requests is never taken for one long head. The limits are
         # soft by one read (at most 256 KiB), which bounds what the parser gathers all the same.
         self.request_bytes += len(data)
         if self.in_head and self.request_bytes > self.max_head_bytes:
-            self.transport.write(_HEAD_TOO_LARGE)
-            self.transport.close()
+            self._refuse(_HEAD_TOO_LARGE)
         elif self.request_bytes > self.max_request_bytes:
             self.transport.close()  # a chunked body's trailer, which the parser gathers whole
 
     def send_400_response(self, msg: str) -> None:
         """The parser's refusal in the error envelope, like every other failure (``docs/api.md``),
         where uvicorn answered ``text/plain`` (probe AA)."""
-        self.transport.write(_NOT_HTTP)
-        self.transport.close()
+        self._refuse(_NOT_HTTP)
+
+    def _refuse(self, answer: bytes) -> None:
+        """Write ``answer``, shut the writing side, and drop what still arrives until the client
+        closes or :data:`LINGER_SECONDS` pass (the sweep then closes the connection)."""
+        self.transport.write(answer)
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self.transport.write_eof()
+        self.lingering = True
+        self.write_deadline = None
+        self.deadline = self.loop.time() + LINGER_SECONDS
 
     def pause_writing(self) -> None:
         super().pause_writing()

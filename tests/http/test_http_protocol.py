@@ -290,6 +290,19 @@ def test_a_head_over_the_limit_sent_a_few_bytes_at_a_time_is_refused_once_it_pas
         assert _closed_within(connection, WAIT_SECONDS).startswith(b"HTTP/1.1 400 ")
 
 
+def test_a_refused_client_still_sending_reads_the_answer_not_a_reset(port: int) -> None:
+    """The connection of a refused request closes lingering: closed at once with the client's
+    bytes unread, the kernel reset it, which can discard the answer before the client reads it.
+    The test above failed so once in a fresh-clone CI (``ConnectionResetError``); the timing
+    that loses the answer is rare, and this machine does not bring it on demand."""
+    with _connect(port) as connection:
+        try:  # far more than one read of the server's: some is still unread when it refuses
+            connection.sendall(b"GET /echo HTTP/1.1\r\nhost: x\r\nx-big: " + b"b" * (4 * 1024 * 1024))
+        except OSError:
+            pass  # reset: the assertion below says so
+        assert _closed_within(connection, WAIT_SECONDS).startswith(b"HTTP/1.1 400 ")
+
+
 def test_a_body_larger_than_the_head_limit_in_one_send_and_keep_alive_requests_are_served(port: int) -> None:
     """Only the head is counted: a body arriving with it is not, and the next request on the
     connection starts with a count and a deadline of its own."""
