@@ -150,6 +150,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
             return
         self.transport.write_eof()
+        if self.cycle is not None and not self.cycle.response_complete:
+            # An earlier request still being answered (pipelined) writes nothing more, as when the
+            # connection closed at once: nothing may be written after the writing side is shut.
+            self.cycle.disconnected = True
         self.lingering = True
         self.write_deadline = None
         self.deadline = self.loop.time() + LINGER_SECONDS
