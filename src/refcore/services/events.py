@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from refcore.errors import InvalidStartingAfter, ModeMismatch, NotFound
+from refcore.errors import ModeMismatch, NotFound
 from refcore.identifiers import prefix_of
 from refcore.models import Event, EventType, Mode
 from refcore.services.access import may_see_app
 from refcore.services.activity import resolve_scope
-from refcore.services.pagination import Page, require_limit
+from refcore.services.pagination import Page, not_of_this_list, require_limit
 from refcore.services.principal import Principal, Scope
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.webhooks import listed_in
@@ -118,6 +118,4 @@ def _require_cursor(tx: Tx, scope: Scope, kind: EventType | None, starting_after
         or not listed_in(cursor, scope.mode)
         or (kind is not None and cursor.type is not kind)
     ):
-        raise InvalidStartingAfter(
-            "starting_after must be the ID of an object from this same list", param="starting_after"
-        )
+        raise not_of_this_list()

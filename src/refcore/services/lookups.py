@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
-from refcore.errors import Forbidden, InvalidStartingAfter, NotFound
+from refcore.errors import Forbidden, NotFound
 from refcore.identifiers import prefix_of
 from refcore.models import ApiKey, Link, Organization, ProgramTerms
 from refcore.services.access import require_app, require_program, require_program_affiliate
-from refcore.services.pagination import Page, require_limit
+from refcore.services.pagination import Page, not_of_this_list, require_limit
 from refcore.services.principal import Principal
 from refcore.services.runtime import Runtime, Tx
 from refcore.services.tenancy import list_organizations
@@ -90,9 +90,7 @@ def page_of(
     if starting_after is not None:
         positions = [i for i, item in enumerate(items) if item.id == starting_after]
         if prefix_of(starting_after) != prefix or not positions:
-            raise InvalidStartingAfter(
-                "starting_after must be the ID of an object from this same list", param="starting_after"
-            )
+            raise not_of_this_list()
         start = positions[0] + 1
     rest = items[start:]
     return Page(data=list(rest[:size]), has_more=len(rest) > size)

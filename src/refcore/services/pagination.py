@@ -63,10 +63,7 @@ def paginate(
     if starting_after is not None:
         cursor = repo.get(starting_after) if prefix_of(starting_after) == prefix else None
         if cursor is None or any(getattr(cursor, k) != v for k, v in where.items() if k not in STATE_FILTERS):
-            raise InvalidStartingAfter(
-                "starting_after must be the ID of an object from this same list",
-                param="starting_after",
-            )
+            raise not_of_this_list()
     rows = repo.page(where, limit=size + 1, before=starting_after)
     return Page(data=rows[:size], has_more=len(rows) > size)
 
@@ -78,7 +75,13 @@ def empty_page(*, limit: object = None, starting_after: str | None = None) -> Pa
     list that holds nothing. Errors: ``validation_error`` (``limit``), ``invalid_starting_after``."""
     require_limit(limit)
     if starting_after is not None:
-        raise InvalidStartingAfter(
-            "starting_after must be the ID of an object from this same list", param="starting_after"
-        )
+        raise not_of_this_list()
     return Page(data=[], has_more=False)
+
+
+def not_of_this_list() -> InvalidStartingAfter:
+    """The refusal of a ``starting_after`` that is no object of the list asked for: every list
+    answers it in the same words, whether the ID names nothing or something of another scope."""
+    return InvalidStartingAfter(
+        "starting_after must be the ID of an object from this same list", param="starting_after"
+    )

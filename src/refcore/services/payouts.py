@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from attrs import evolve, frozen
 
 from refcore import payout_representation as _registers_payout_representations  # noqa: F401
-from refcore.errors import ConcurrentWrite, InvalidStartingAfter, NotFound, StateConflict, ValidationError
+from refcore.errors import ConcurrentWrite, NotFound, StateConflict, ValidationError
 from refcore.identifiers import prefix_of
 from refcore.models import EventType, Program, ProgramAffiliate
 from refcore.models.payout import (
@@ -41,7 +41,7 @@ from refcore.ports.lookups import Lookup
 from refcore.representation import represent
 from refcore.rules.payouts import csv_cell, is_ready, payout_total
 from refcore.services.balances import live_balance_at, live_balances
-from refcore.services.pagination import Page, paginate, require_limit
+from refcore.services.pagination import Page, not_of_this_list, paginate, require_limit
 from refcore.services.payout_access import operator_program, require_live, require_operator_kind
 from refcore.services.payout_executions import (
     cancel,
@@ -244,9 +244,7 @@ def list_ready_payouts(
                 tx.uow.program_affiliates.get(starting_after) if prefix_of(starting_after) == "aff" else None
             )
             if cursor is None or cursor.program_id != program.id:
-                raise InvalidStartingAfter(
-                    "starting_after must be the ID of an object from this same list", param="starting_after"
-                )
+                raise not_of_this_list()
         rows = _ready_payouts_in(tx, program, before=starting_after, wanted=size + 1)
         return Page(data=rows[:size], has_more=len(rows) > size)
 
